@@ -1,0 +1,118 @@
+// The compiler driver: front end, IR generation, pass pipeline, emission.
+#include "qla/compiler/Compiler.h"
+
+#include "compiler/emit/EmitCuda.h"
+#include "compiler/irgen/IRGen.h"
+#include "dialects/qla/Transforms/Passes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "qla/frontend/Frontend.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/Support/raw_ostream.h"
+#include "mlir/IR/Verifier.h"
+
+#ifndef QLA_VERSION
+#define QLA_VERSION "0.0.0"
+#endif
+
+namespace qla {
+
+const char *qlaVersion() { return QLA_VERSION; }
+
+namespace {
+
+std::string formatMlirDiag(mlir::Diagnostic &d) {
+  std::string where = "<unknown>";
+  mlir::Location loc = d.getLocation();
+  if (auto n = mlir::dyn_cast<mlir::NameLoc>(loc)) loc = n.getChildLoc();
+  if (auto f = mlir::dyn_cast<mlir::FileLineColLoc>(loc))
+    where = f.getFilename().str() + ":" + std::to_string(f.getLine()) + ":" + std::to_string(f.getColumn());
+  const char *sev = d.getSeverity() == mlir::DiagnosticSeverity::Error ? "error"
+                    : d.getSeverity() == mlir::DiagnosticSeverity::Warning ? "warning" : "note";
+  std::string msg;
+  llvm::raw_string_ostream os(msg);
+  os << d;
+  return where + ": " + sev + ": " + os.str();
+}
+
+std::string printOp(mlir::Operation *op) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  op->print(os);
+  return os.str();
+}
+
+}  // namespace
+
+bool listKernels(const std::string &source, const std::string &filename, std::vector<std::string> &names,
+                 std::vector<std::string> &diagnostics) {
+  auto r = fe::parseQla(source, filename);
+  if (!r.module) {
+    for (auto &d : r.diags) diagnostics.push_back(d.str());
+    return false;
+  }
+  for (auto &k : r.module->kernels) names.push_back(k->name);
+  return true;
+}
+
+bool compileQla(const std::string &source, const std::string &filename, const CompileOptions &options,
+                CompiledKernel &out, std::vector<std::string> &diagnostics) {
+  std::vector<fe::Diagnostic> fdiags;
+  auto module = fe::parseAndCheckQla(source, filename, options.defines, fdiags);
+  if (!module) {
+    for (auto &d : fdiags) diagnostics.push_back(d.str());
+    return false;
+  }
+  const fe::KernelDecl *kernel = nullptr;
+  if (options.kernel.empty()) {
+    if (module->kernels.size() != 1) {
+      std::string names;
+      for (auto &k : module->kernels) names += (names.empty() ? "" : ", ") + k->name;
+      diagnostics.push_back(filename + ": error: the file defines " + std::to_string(module->kernels.size()) +
+                            " kernels (" + names + "); name one");
+      return false;
+    }
+    kernel = module->kernels.front().get();
+  } else {
+    kernel = module->findKernel(options.kernel);
+    if (!kernel) {
+      diagnostics.push_back(filename + ": error: no kernel named '" + options.kernel + "'");
+      return false;
+    }
+  }
+
+  mlir::MLIRContext ctx;
+  ctx.loadDialect<mlir::qla::QlaDialect, mlir::qlanv::QlanvDialect, mlir::arith::ArithDialect,
+                  mlir::scf::SCFDialect, mlir::math::MathDialect, mlir::func::FuncDialect>();
+  ctx.disableMultithreading();
+  mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
+    diagnostics.push_back(formatMlirDiag(d));
+    return mlir::success();
+  });
+  mlir::OpBuilder b(&ctx);
+  mlir::OwningOpRef<mlir::ModuleOp> owned = mlir::ModuleOp::create(mlir::FileLineColLoc::get(&ctx, filename, 1, 1));
+  mlir::ModuleOp mod = *owned;
+  if (mlir::failed(compiler::buildKernelIR(*kernel, filename, mod))) return false;
+  if (mlir::failed(mlir::verify(mod))) return false;
+  out.tileIr = printOp(mod);
+
+  mlir::PassManager pm(&ctx);
+  if (options.printIrAfterAll) {
+    pm.enableIRPrinting(
+        [](mlir::Pass *, mlir::Operation *) { return false; },
+        [](mlir::Pass *, mlir::Operation *) { return true; },
+        /*printModuleScope=*/true, /*printAfterOnlyOnChange=*/false);
+  }
+  mlir::qla::buildQlaPipeline(pm);
+  if (mlir::failed(pm.run(mod))) return false;
+  out.loweredIr = printOp(mod);
+
+  auto fn = *mod.getOps<mlir::func::FuncOp>().begin();
+  compiler::EmittedKernel ek;
+  if (mlir::failed(compiler::emitCuda(fn, ek))) return false;
+  out.cuda = std::move(ek.source);
+  out.info = std::move(ek.info);
+  return true;
+}
+
+}  // namespace qla

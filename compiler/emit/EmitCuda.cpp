@@ -1,0 +1,23 @@
+// CUDA C++ emission. One `extern "C" __global__` function per kernel, named
+// after the kernel and a hash of its text; readable code with one statement a
+// line and comments naming the .qla line each group of statements came from.
+#include "compiler/emit/EmitCuda.h"
+
+#include <sstream>
+
+#include "compiler/emit/EmitterCore.h"
+
+using namespace mlir;
+using namespace mlir::qla;
+using namespace mlir::qlanv;
+
+namespace qla::compiler {
+
+LogicalResult emitCuda(func::FuncOp fn, EmittedKernel &out) {
+  Emitter e(fn, out.info);
+  if (failed(e.emitKernel())) return failure();
+  out.source = e.takeSource();
+  return success();
+}
+
+}  // namespace qla::compiler

@@ -1,0 +1,368 @@
+// CUDA emitter: register fragments (per-thread loops over the layout's
+// registers), global/shared copies of fragments, reductions, maps, wgmma.
+#include "compiler/emit/EmitterCore.h"
+
+using namespace mlir;
+using namespace mlir::qla;
+using namespace mlir::qlanv;
+
+namespace qla::compiler {
+
+namespace {
+bool is16(Type t) { return t.isBF16() || t.isF16(); }
+std::string pfx(Type t) { return t.isBF16() ? "bf16" : "f16"; }
+std::string str(int64_t v) { return std::to_string(v); }
+
+// Converts a value of storage type `t` (read from memory) to float.
+std::string loadAsFloat(Type t, const std::string &expr) {
+  if (is16(t)) return "qla::dev::to_float(" + expr + ")";
+  if (t.isF32()) return expr;
+  return "(float)(" + expr + ")";
+}
+// Converts a float to storage type `t`.
+std::string storeFromFloat(Type t, const std::string &expr) {
+  if (t.isBF16()) return "qla::dev::to_bf16(" + expr + ")";
+  if (t.isF16()) return "qla::dev::to_f16(" + expr + ")";
+  if (t.isF32()) return expr;
+  return "(" + Emitter::dtypeCType(t) + ")(" + expr + ")";
+}
+std::string smemIndex(SharedType t, const std::string &row, const std::string &col) {
+  auto s = t.getShape();
+  int64_t rows = s.size() == 2 ? s[0] : 1, cols = s.back();
+  return "qla::dev::smem_tile_index<" + str(t.getSwizzle()) + ", " + str(elementBytes(t.getElementType())) +
+         ", " + str(rows) + ", " + str(cols) + ">(" + row + ", " + col + ")";
+}
+}  // namespace
+
+Emitter::RegLoop Emitter::openRegLoop(FragType t) {
+  RegLoop l;
+  l.reg = fresh("r");
+  auto s = t.getShape();
+  int64_t w = std::max(1u, t.getWarpgroups());
+  int64_t n = t.getRegsPerThread();
+  line("#pragma unroll");
+  line("for (int " + l.reg + " = 0; " + l.reg + " < " + str(n) + "; ++" + l.reg + ") {");
+  ++indent_;
+  const std::string &r = l.reg;
+  if (t.getLayout() == FragType::Acc) {
+    int64_t mw = s[0] / w, half = s[1] / 2;
+    l.idx.push_back(declareStr("int", "qla_wgl * " + str(mw) + " + (" + r + " / " + str(half) + ") * 64 + 16 * qla_warp + qla_lane / 4 + 8 * (((" + r + " % " + str(half) + ") / 2) % 2)", "row"));
+    l.idx.push_back(declareStr("int", "8 * ((" + r + " % " + str(half) + ") / 4) + 2 * (qla_lane % 4) + " + r + " % 2", "col"));
+  } else if (t.getLayout() == FragType::Row) {
+    int64_t mw = s[0] / w;
+    l.idx.push_back(declareStr("int", "qla_wgl * " + str(mw) + " + (" + r + " / 2) * 64 + 16 * qla_warp + qla_lane / 4 + 8 * (" + r + " % 2)", "row"));
+  } else {
+    l.idx.push_back(declareStr("int", "8 * (" + r + " / 2) + 2 * (qla_lane % 4) + " + r + " % 2", "col"));
+  }
+  return l;
+}
+
+std::string Emitter::declareStr(const std::string &type, const std::string &expr, const std::string &prefix) {
+  std::string n = fresh(prefix);
+  line("const " + type + " " + n + " = " + expr + ";");
+  return n;
+}
+
+void Emitter::closeLoop() {
+  --indent_;
+  line("}");
+}
+
+std::string Emitter::fragElem(Value frag, const std::string &reg) {
+  auto t = cast<FragType>(frag.getType());
+  std::string n = name(frag);
+  if (is16(t.getElementType()))
+    return "((" + reg + ") % 2 ? qla::dev::unpack_" + pfx(t.getElementType()) + "x2_hi(" + n + "[(" + reg +
+           ") / 2]) : qla::dev::unpack_" + pfx(t.getElementType()) + "x2_lo(" + n + "[(" + reg + ") / 2]))";
+  if (t.getElementType().isF32()) return n + "[" + reg + "]";
+  return "(float)" + n + "[" + reg + "]";
+}
+
+void Emitter::fragStore(Value frag, const std::string &reg, const std::string &value) {
+  auto t = cast<FragType>(frag.getType());
+  std::string n = name(frag);
+  if (is16(t.getElementType()))
+    line("qla_set_half_" + pfx(t.getElementType()) + "(" + n + "[(" + reg + ") / 2], (" + reg + ") % 2, " + value + ");");
+  else if (t.getElementType().isF32())
+    line(n + "[" + reg + "] = " + value + ";");
+  else
+    line(n + "[" + reg + "] = (" + cType(t.getElementType()) + ")(" + value + ");");
+}
+
+std::string Emitter::vectorRegFor(FragType vec, FragType acc, const std::string &reg) {
+  int64_t half = acc.getShape()[1] / 2;
+  if (vec.getLayout() == FragType::Row)
+    return "((" + reg + ") / " + str(half) + ") * 2 + (((" + reg + ") % " + str(half) + ") / 2) % 2";
+  return "(((" + reg + ") % " + str(half) + ") / 4) * 2 + (" + reg + ") % 2";
+}
+
+LogicalResult Emitter::emitAllocFrag(AllocFragOp op) {
+  auto t = op.getType();
+  if (!t.hasLayout()) return op.emitOpError("fragment has no layout (run qla-infer-layouts)");
+  int64_t n = t.getRegsPerThread();
+  std::string nm = fresh("frag");
+  if (is16(t.getElementType())) line("qla::dev::u32 " + nm + "[" + str(n / 2) + "];");
+  else line(cType(t.getElementType()) + " " + nm + "[" + str(n) + "];");
+  bind(op.getResult(), nm);
+  return success();
+}
+
+LogicalResult Emitter::emitFill(FillOp op) {
+  auto t = op.getDst().getType();
+  std::string v = name(op.getValue());
+  if (!op.getValue().getType().isF32()) v = "(float)" + v;
+  std::string r = fresh("r");
+  std::string n = name(op.getDst());
+  if (is16(t.getElementType())) {
+    std::string packed = declareStr("qla::dev::u32", "qla::dev::pack_" + pfx(t.getElementType()) + "x2(" + v + ", " + v + ")", "fill");
+    line("#pragma unroll");
+    line("for (int " + r + " = 0; " + r + " < " + str(t.getRegsPerThread() / 2) + "; ++" + r + ") " + n + "[" + r + "] = " + packed + ";");
+  } else {
+    line("#pragma unroll");
+    line("for (int " + r + " = 0; " + r + " < " + str(t.getRegsPerThread()) + "; ++" + r + ") " + n + "[" + r + "] = " +
+         (t.getElementType().isF32() ? v : "(" + cType(t.getElementType()) + ")" + v) + ";");
+  }
+  return success();
+}
+
+std::string Emitter::globalElementOffset(Value g, ValueRange offsets, ArrayRef<int64_t> dropped,
+                                         ArrayRef<std::string> tileIdx, std::string &inBounds) {
+  int t = tensorIndex(g);
+  const TensorArgInfo &ti = info_.tensors[t];
+  std::string off = "0LL";
+  inBounds = "true";
+  size_t k = 0;
+  for (size_t d = 0; d < ti.dims.size(); ++d) {
+    bool drop = llvm::is_contained(dropped, (int64_t)d);
+    std::string idx = "(" + name(offsets[d]) + (drop ? "" : " + " + tileIdx[k++]) + ")";
+    off += " + (long long)" + idx + " * " + tensorNames_[t] + "_stride" + str(d);
+    inBounds += " && " + idx + " >= 0 && " + idx + " < " + ti.dims[d];
+  }
+  return off;
+}
+
+LogicalResult Emitter::emitLoad(LoadOp op) {
+  auto dst = dyn_cast<FragType>(op.getDst().getType());
+  if (!dst) return op.emitOpError("global→shared loads are lowered to TMA before emission (run qla-lower-channels)");
+  Type gt = op.getSrc().getType().getElementType();
+  RegLoop l = openRegLoop(dst);
+  std::string inb;
+  std::string off = globalElementOffset(op.getSrc(), op.getOffsets(), op.getDropped(), l.idx, inb);
+  std::string v = declareStr("float", "(" + inb + ") ? " + loadAsFloat(gt, name(op.getSrc()) + "[" + off + "]") + " : 0.0f", "ld");
+  fragStore(op.getDst(), l.reg, v);
+  closeLoop();
+  return success();
+}
+
+LogicalResult Emitter::emitStore(StoreOp op) {
+  Type gt = op.getDst().getType().getElementType();
+  std::string g = name(op.getDst());
+  if (auto src = dyn_cast<FragType>(op.getSrc().getType())) {
+    RegLoop l = openRegLoop(src);
+    std::string inb;
+    std::string off = globalElementOffset(op.getDst(), op.getOffsets(), op.getDropped(), l.idx, inb);
+    line("if (" + inb + ") " + g + "[" + off + "] = " + storeFromFloat(gt, fragElem(op.getSrc(), l.reg)) + ";");
+    closeLoop();
+    return success();
+  }
+  // Shared → global: the group's threads stride over the tile.
+  auto src = cast<SharedType>(op.getSrc().getType());
+  auto s = src.getShape();
+  int64_t cols = s.back(), total = src.getNumElements();
+  int64_t nthreads = (group().end - group().begin + 1) * 128;
+  line(groupSync());
+  std::string e = fresh("e");
+  line("for (int " + e + " = (int)threadIdx.x - " + str(group().begin * 128) + "; " + e + " < " + str(total) + "; " + e +
+       " += " + str(nthreads) + ") {");
+  ++indent_;
+  std::vector<std::string> idx;
+  std::string row = s.size() == 2 ? declareStr("int", e + " / " + str(cols), "row") : "0";
+  if (s.size() == 2) idx.push_back(row);
+  std::string col = declareStr("int", e + " % " + str(cols), "col");
+  idx.push_back(col);
+  std::string inb;
+  std::string off = globalElementOffset(op.getDst(), op.getOffsets(), op.getDropped(), idx, inb);
+  line("if (" + inb + ") " + g + "[" + off + "] = " + name(op.getSrc()) + "[" + smemIndex(src, row, col) + "];");
+  closeLoop();
+  return success();
+}
+
+LogicalResult Emitter::emitCopy(CopyOp op) {
+  if (auto frag = dyn_cast<FragType>(op.getDst().getType())) {
+    auto src = cast<SharedType>(op.getSrc().getType());
+    RegLoop l = openRegLoop(frag);
+    std::string row = src.getShape().size() == 2 ? l.idx[0] : "0", col = l.idx.back();
+    fragStore(op.getDst(), l.reg, loadAsFloat(src.getElementType(), name(op.getSrc()) + "[" + smemIndex(src, row, col) + "]"));
+    closeLoop();
+    return success();
+  }
+  auto frag = cast<FragType>(op.getSrc().getType());
+  auto dst = cast<SharedType>(op.getDst().getType());
+  // Other threads may still read the tile; then everyone must see the writes.
+  line(groupSync());
+  RegLoop l = openRegLoop(frag);
+  std::string row = dst.getShape().size() == 2 ? l.idx[0] : "0", col = l.idx.back();
+  line(name(op.getDst()) + "[" + smemIndex(dst, row, col) + "] = " +
+       storeFromFloat(dst.getElementType(), fragElem(op.getSrc(), l.reg)) + ";");
+  closeLoop();
+  line(groupSync());
+  return success();
+}
+
+LogicalResult Emitter::emitCast(CastOp op) {
+  auto s = op.getSrc().getType(), d = op.getDst().getType();
+  if (s.getLayout() != d.getLayout() || s.getWarpgroups() != d.getWarpgroups())
+    return op.emitOpError("cast between fragments of different layouts");
+  std::string r = fresh("r");
+  int64_t n = s.getRegsPerThread();
+  if (s.getElementType().isF32() && is16(d.getElementType())) {
+    line("#pragma unroll");
+    line("for (int " + r + " = 0; " + r + " < " + str(n / 2) + "; ++" + r + ") " + name(op.getDst()) + "[" + r +
+         "] = qla::dev::pack_" + pfx(d.getElementType()) + "x2(" + name(op.getSrc()) + "[2 * " + r + "], " +
+         name(op.getSrc()) + "[2 * " + r + " + 1]);");
+    return success();
+  }
+  line("#pragma unroll");
+  line("for (int " + r + " = 0; " + r + " < " + str(n) + "; ++" + r + ") {");
+  ++indent_;
+  fragStore(op.getDst(), r, fragElem(op.getSrc(), r));
+  closeLoop();
+  return success();
+}
+
+LogicalResult Emitter::emitReduce(ReduceOp op) {
+  auto s = op.getSrc().getType(), d = op.getDst().getType();
+  if (op.getDim() != 1 || s.getLayout() != FragType::Acc || d.getLayout() != FragType::Row)
+    return op.emitOpError("only row reductions (dim = 1) of accumulator-layout fragments are emitted yet");
+  if (!d.getElementType().isF32()) return op.emitOpError("reduction results are f32");
+  std::string comb, init, quad;
+  switch (op.getKind()) {
+    case ReduceKind::add: comb = "a + b"; init = "0.0f"; quad = "qla::dev::quad_sum"; break;
+    case ReduceKind::max: comb = "fmaxf(a, b)"; init = "-__int_as_float(0x7f800000)"; quad = "qla::dev::quad_max"; break;
+    case ReduceKind::min: comb = "fminf(a, b)"; init = "__int_as_float(0x7f800000)"; quad = "-qla::dev::quad_max(-"; break;
+  }
+  std::string dn = name(op.getDst());
+  std::string r = fresh("r");
+  line("#pragma unroll");
+  line("for (int " + r + " = 0; " + r + " < " + str(d.getRegsPerThread()) + "; ++" + r + ") " + dn + "[" + r + "] = " + init + ";");
+  RegLoop l = openRegLoop(s);
+  std::string vr = vectorRegFor(d, s, l.reg);
+  std::string a = dn + "[" + vr + "]", b = fragElem(op.getSrc(), l.reg);
+  std::string expr = comb;
+  expr.replace(expr.find('a'), 1, a);
+  expr.replace(expr.rfind('b'), 1, b);
+  line(a + " = " + expr + ";");
+  closeLoop();
+  std::string q = fresh("r");
+  line("#pragma unroll");
+  line("for (int " + q + " = 0; " + q + " < " + str(d.getRegsPerThread()) + "; ++" + q + ") " + dn + "[" + q + "] = " +
+       quad + "(" + dn + "[" + q + "])" + (op.getKind() == ReduceKind::min ? ")" : "") + ";");
+  return success();
+}
+
+LogicalResult Emitter::emitParallel(ParallelOp op) {
+  Block &body = op.getBody().front();
+  auto ext = op.getExtents();
+  // The iteration follows the layout of a fragment of the full rank.
+  FragType driver;
+  for (Operation &o : body) {
+    Value f;
+    if (auto r = dyn_cast<ElemReadOp>(o)) f = r.getFrag();
+    else if (auto w = dyn_cast<ElemWriteOp>(o)) f = w.getFrag();
+    if (!f) continue;
+    auto t = cast<FragType>(f.getType());
+    if (t.getShape().size() != ext.size()) continue;
+    if (!driver) driver = t;
+    else if (driver.getLayout() != t.getLayout() || driver.getWarpgroups() != t.getWarpgroups())
+      return o.emitOpError("fragments of one map must share a layout");
+  }
+  if (!driver) return op.emitOpError("a map must access at least one fragment of its full rank");
+  RegLoop l = openRegLoop(driver);
+  for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
+    if (ext.size() == 1) bind(arg, l.idx[0]);
+    else bind(arg, l.idx[i]);
+  }
+  auto regFor = [&](FragType t) -> std::string {
+    if (t.getShape().size() == ext.size()) return l.reg;
+    return vectorRegFor(t, driver, l.reg);
+  };
+  for (Operation &o : body) {
+    if (auto r = dyn_cast<ElemReadOp>(o)) {
+      declare(r.getResult(), "float", fragElem(r.getFrag(), regFor(r.getFrag().getType())), "el");
+    } else if (auto w = dyn_cast<ElemWriteOp>(o)) {
+      if (w.getFrag().getType().getShape().size() != ext.size())
+        return w.emitOpError("a map writes only fragments of its full rank");
+      fragStore(w.getFrag(), l.reg, name(w.getValue()));
+    } else if (failed(emitOp(&o))) {
+      return failure();
+    }
+  }
+  closeLoop();
+  return success();
+}
+
+LogicalResult Emitter::emitWgmmaFence(ValueRange frags) {
+  for (Value f : frags) line("qla::dev::warpgroup_fence_regs(" + name(f) + ");");
+  line("qla::dev::wgmma_fence();");
+  return success();
+}
+
+LogicalResult Emitter::emitWgmma(WgmmaOp op) {
+  auto c = op.getC().getType();
+  auto b = op.getB().getType();
+  int64_t w = op.getWarpgroups(), M = c.getShape()[0], N = c.getShape()[1];
+  int64_t mw = M / w, mt = mw / 64;
+  bool ta = op.getTransA(), tb = op.getTransB();
+  Type et = b.getElementType();
+  int64_t elt = elementBytes(et);
+  auto bs = b.getShape();
+  int64_t K = tb ? bs[1] : bs[0];
+  auto swzCode = [](unsigned s) { return s == 128 ? 1 : s == 64 ? 2 : 3; };
+  std::string cn = name(op.getC()), bn = name(op.getB());
+
+  // Descriptor of a shared operand at logical (row, k) for K-major tiles or
+  // (k, row) for MN-major ones; tiles are column blocks of S bytes.
+  auto desc = [&](const std::string &tile, SharedType t, bool mnMajor, const std::string &rowExpr,
+                  int64_t k) -> std::string {
+    unsigned S = t.getSwizzle();
+    int64_t E = S / elt;
+    int64_t rows = t.getShape()[0];
+    if (!mnMajor) {
+      // element (row, k): block k/E, row `row`, byte (k%E)*elt in the row.
+      std::string off = "(" + str((k / E) * rows * S + (k % E) * elt) + " + (" + rowExpr + ") * " + str(S) + ") / " + str(elt);
+      return "qla::dev::make_wgmma_desc(" + tile + " + " + off + ", 16, " + str(8 * S) + ", " + str(swzCode(S)) + ")";
+    }
+    // MN-major: tile is [K rows][MN cols]; `row` is the MN start (multiple of E).
+    std::string off = "((" + rowExpr + ") / " + str(E) + " * " + str(rows * S) + " + " + str(k * S) + ") / " + str(elt);
+    return "qla::dev::make_wgmma_desc(" + tile + " + " + off + ", " + str(rows * S) + ", " + str(8 * S) + ", " +
+           str(swzCode(S)) + ")";
+  };
+
+  std::string kind = et.isBF16() ? "bf16" : "f16";
+  line("{  // wgmma: C[" + str(M) + " x " + str(N) + "] over " + str(w) + " warpgroup(s), K = " + str(K));
+  ++indent_;
+  for (int64_t m = 0; m < mt; ++m) {
+    std::string row0 = "qla_wgl * " + str(mw) + " + " + str(m * 64);
+    std::string acc = "*reinterpret_cast<float(*)[" + str(N / 2) + "]>(&" + cn + "[" + str(m * (N / 2)) + "])";
+    for (int64_t k = 0; k < K; k += 16) {
+      std::string scale = (!op.getAccumulate() && k == 0) ? "0" : "1";
+      std::string db = desc(bn, b, !tb, "0", k);
+      if (auto sa = dyn_cast<SharedType>(op.getA().getType())) {
+        std::string da = desc(name(op.getA()), sa, ta, row0, k);  // A in shared memory
+        line("qla::dev::wgmma_ss_" + kind + "<" + str(N) + ", " + (ta ? "1" : "0") + ", " + (tb ? "0" : "1") + ">(" + acc +
+             ", " + da + ", " + db + ", " + scale + ");");
+      } else {
+        int64_t ka = cast<FragType>(op.getA().getType()).getShape()[1];
+        std::string regs = "*reinterpret_cast<const qla::dev::u32(*)[4]>(&" + name(op.getA()) + "[" +
+                           str(m * (ka / 4) + (k / 16) * 4) + "])";
+        line("qla::dev::wgmma_rs_" + kind + "<" + str(N) + ", " + (tb ? "0" : "1") + ">(" + acc + ", " + regs + ", " + db +
+             ", " + scale + ");");
+      }
+    }
+  }
+  --indent_;
+  line("}");
+  return success();
+}
+
+}  // namespace qla::compiler

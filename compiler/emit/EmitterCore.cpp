@@ -1,0 +1,591 @@
+// CUDA emitter: kernel frame, scalar arithmetic, control flow, barriers, TMA.
+#include "compiler/emit/EmitterCore.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/xxhash.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+using namespace mlir;
+using namespace mlir::qla;
+using namespace mlir::qlanv;
+
+namespace qla::compiler {
+
+namespace {
+std::string hex64(uint64_t v) {
+  char buf[17];
+  snprintf(buf, sizeof buf, "%016llx", (unsigned long long)v);
+  return buf;
+}
+std::string sanitize(StringRef s) {
+  std::string r;
+  for (char c : s) r += (isalnum((unsigned char)c) || c == '_') ? c : '_';
+  if (r.empty() || isdigit((unsigned char)r[0])) r = "k_" + r;
+  return r;
+}
+std::string floatLiteral(double v) {
+  if (std::isnan(v)) return "__int_as_float(0x7fc00000)";
+  if (std::isinf(v)) return v > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
+  char buf[64];
+  snprintf(buf, sizeof buf, "%.9g", v);
+  std::string s = buf;
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s + "f";
+}
+Swizzle swizzleOf(unsigned bytes) {
+  switch (bytes) {
+    case 128: return Swizzle::B128;
+    case 64: return Swizzle::B64;
+    case 32: return Swizzle::B32;
+    default: return Swizzle::None;
+  }
+}
+}  // namespace
+
+void Emitter::line(const std::string &s) { body_ += std::string(indent_ * 2, ' ') + s + "\n"; }
+
+std::string Emitter::fresh(const std::string &prefix) { return prefix + "_" + std::to_string(counter_++); }
+
+std::string Emitter::name(Value v) {
+  auto it = names_.find(v);
+  if (it != names_.end()) return it->second;
+  return "/*unbound*/";
+}
+
+std::string Emitter::declare(Value v, const std::string &type, const std::string &expr,
+                             const std::string &prefix) {
+  std::string n = fresh(prefix);
+  line("const " + type + " " + n + " = " + expr + ";");
+  bind(v, n);
+  return n;
+}
+
+std::string Emitter::cType(Type t) {
+  if (t.isIndex() || t.isInteger(32)) return "int";
+  if (t.isInteger(64)) return "long long";
+  if (t.isInteger(1)) return "bool";
+  if (t.isF32()) return "float";
+  return "/*unsupported type*/";
+}
+
+std::string Emitter::dtypeCType(Type t) {
+  if (t.isBF16()) return "qla::dev::bf16";
+  if (t.isF16()) return "qla::dev::f16";
+  if (t.isF32()) return "float";
+  if (t.isInteger(32)) return "int";
+  if (t.isInteger(64)) return "long long";
+  return "/*unsupported dtype*/";
+}
+
+std::string Emitter::groupSync() const {
+  const Group &g = group();
+  if (g.barrierId == 0) return "__syncthreads();";
+  return "qla::dev::named_barrier_sync(" + std::to_string(g.barrierId) + ", " +
+         std::to_string((g.end - g.begin + 1) * 128) + ");";
+}
+
+void Emitter::noteLocation(Operation *op) {
+  auto loc = dyn_cast<FileLineColLoc>(op->getLoc());
+  if (!loc) {
+    if (auto n = dyn_cast<NameLoc>(op->getLoc())) loc = dyn_cast<FileLineColLoc>(n.getChildLoc());
+  }
+  if (!loc || loc.getLine() == lastLine_) return;
+  lastLine_ = loc.getLine();
+  line("// " + file_ + ":" + std::to_string(loc.getLine()));
+}
+
+int Emitter::tensorIndex(Value g) const {
+  auto it = tensorOf_.find(g);
+  return it == tensorOf_.end() ? -1 : it->second;
+}
+
+std::string Emitter::tmaParamFor(int tensor, const std::vector<uint32_t> &box, Swizzle s) {
+  for (auto &p : tmaParams_)
+    if (p.tensor == tensor && p.box == box && p.swizzle == s) return p.name;
+  std::string n = tensorNames_[tensor] + "_tma" + std::to_string(tmaParams_.size());
+  tmaParams_.push_back({tensor, box, s, n});
+  return n;
+}
+
+LogicalResult Emitter::emitBlock(Block &b) {
+  for (Operation &op : b)
+    if (failed(emitOp(&op))) return failure();
+  return success();
+}
+
+LogicalResult Emitter::emitTmaLoad(TmaLoadOp op) {
+  auto g = op.getSrc().getType();
+  auto tile = op.getDst().getType();
+  int64_t rank = g.getRank();
+  int64_t elt = elementBytes(tile.getElementType());
+  auto dropped = op.getDropped();
+  if (llvm::is_contained(dropped, rank - 1))
+    return op.emitOpError("TMA needs the tile's last dim to be the tensor's last (contiguous) dim");
+  // Box, outermost first; the tile's last dim is split into column blocks of
+  // the swizzle span.
+  std::vector<uint32_t> box;
+  auto shape = tile.getShape();
+  size_t t = 0;
+  for (int64_t d = 0; d < rank; ++d)
+    box.push_back(llvm::is_contained(dropped, d) ? 1u : (uint32_t)shape[t++]);
+  int64_t cols = shape.back();
+  int64_t blockCols = cols, blocks = 1;
+  if (tile.getSwizzle() && cols * elt > tile.getSwizzle()) {
+    blockCols = tile.getSwizzle() / elt;
+    blocks = cols / blockCols;
+  }
+  box.back() = (uint32_t)blockCols;
+  for (uint32_t b : box)
+    if (b > 256) return op.emitOpError("TMA box extent ") << b << " exceeds 256";
+  int ti = tensorIndex(op.getSrc());
+  std::string map = tmaParamFor(ti, box, swizzleOf(tile.getSwizzle()));
+  int64_t rows = tile.getNumElements() / cols;
+  std::string bar = "&" + name(op.getBarriers()) + "[" + name(op.getSlot()) + "]";
+  for (int64_t b = 0; b < blocks; ++b) {
+    std::string call = "qla::dev::tma_load_" + std::to_string(rank) + "d(" + name(op.getDst()) +
+                       " + " + std::to_string(b * rows * blockCols) + ", &" + map + ", " + bar;
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      std::string c = name(op.getCoords()[d]);
+      if (d == rank - 1 && b) c += " + " + std::to_string(b * blockCols);
+      call += ", " + c;
+    }
+    line(call + ");");
+  }
+  return success();
+}
+
+static std::string binop(Operation *op) {
+  return llvm::TypeSwitch<Operation *, std::string>(op)
+      .Case<arith::AddIOp, arith::AddFOp>([](auto) { return "+"; })
+      .Case<arith::SubIOp, arith::SubFOp>([](auto) { return "-"; })
+      .Case<arith::MulIOp, arith::MulFOp>([](auto) { return "*"; })
+      .Case<arith::DivSIOp, arith::DivUIOp, arith::DivFOp>([](auto) { return "/"; })
+      .Case<arith::RemSIOp, arith::RemUIOp>([](auto) { return "%"; })
+      .Case<arith::AndIOp>([](auto) { return "&"; })
+      .Case<arith::OrIOp>([](auto) { return "|"; })
+      .Case<arith::XOrIOp>([](auto) { return "^"; })
+      .Case<arith::ShLIOp>([](auto) { return "<<"; })
+      .Case<arith::ShRSIOp, arith::ShRUIOp>([](auto) { return ">>"; })
+      .Default([](Operation *) { return ""; });
+}
+
+LogicalResult Emitter::emitOp(Operation *op) {
+  // A role's location comment would split its if/else-if chain.
+  if (!isa<WarpgroupsOp>(op)) noteLocation(op);
+  auto res = [&](unsigned i = 0) { return op->getResult(i); };
+  auto opnd = [&](unsigned i) { return name(op->getOperand(i)); };
+
+  if (auto c = dyn_cast<arith::ConstantOp>(op)) {
+    Attribute v = c.getValue();
+    if (auto i = dyn_cast<IntegerAttr>(v)) {
+      if (i.getType().isInteger(1)) bind(res(), i.getValue().isZero() ? "false" : "true");
+      else bind(res(), "(" + std::to_string(i.getValue().getSExtValue()) + ")");
+    } else if (auto f = dyn_cast<FloatAttr>(v)) {
+      bind(res(), floatLiteral(f.getValueAsDouble()));
+    } else {
+      return op->emitOpError("the CUDA emitter cannot print this constant");
+    }
+    return success();
+  }
+  if (std::string o = binop(op); !o.empty()) {
+    declare(res(), cType(res().getType()), opnd(0) + " " + o + " " + opnd(1));
+    return success();
+  }
+  if (isa<arith::CeilDivSIOp, arith::CeilDivUIOp>(op)) {
+    declare(res(), "int", "(" + opnd(0) + " + " + opnd(1) + " - 1) / " + opnd(1));
+    return success();
+  }
+  if (isa<arith::MaxSIOp, arith::MaxUIOp, arith::MinSIOp, arith::MinUIOp>(op)) {
+    bool mx = isa<arith::MaxSIOp, arith::MaxUIOp>(op);
+    declare(res(), cType(res().getType()),
+            "(" + opnd(0) + (mx ? " > " : " < ") + opnd(1) + " ? " + opnd(0) + " : " + opnd(1) + ")");
+    return success();
+  }
+  if (isa<arith::MaximumFOp, arith::MaxNumFOp>(op)) {
+    declare(res(), "float", "fmaxf(" + opnd(0) + ", " + opnd(1) + ")");
+    return success();
+  }
+  if (isa<arith::MinimumFOp, arith::MinNumFOp>(op)) {
+    declare(res(), "float", "fminf(" + opnd(0) + ", " + opnd(1) + ")");
+    return success();
+  }
+  if (isa<arith::NegFOp>(op)) {
+    declare(res(), "float", "-" + opnd(0));
+    return success();
+  }
+  if (auto cmp = dyn_cast<arith::CmpIOp>(op)) {
+    static const char *ops[] = {"==", "!=", "<", "<=", ">", ">=", "<", "<=", ">", ">="};
+    declare(res(), "bool", opnd(0) + " " + ops[(int)cmp.getPredicate()] + " " + opnd(1));
+    return success();
+  }
+  if (auto cmp = dyn_cast<arith::CmpFOp>(op)) {
+    using P = arith::CmpFPredicate;
+    std::string o;
+    switch (cmp.getPredicate()) {
+      case P::OEQ: case P::UEQ: o = "=="; break;
+      case P::ONE: case P::UNE: o = "!="; break;
+      case P::OLT: case P::ULT: o = "<"; break;
+      case P::OLE: case P::ULE: o = "<="; break;
+      case P::OGT: case P::UGT: o = ">"; break;
+      case P::OGE: case P::UGE: o = ">="; break;
+      default: return op->emitOpError("unsupported float comparison");
+    }
+    declare(res(), "bool", opnd(0) + " " + o + " " + opnd(1));
+    return success();
+  }
+  if (isa<arith::SelectOp>(op)) {
+    declare(res(), cType(res().getType()), opnd(0) + " ? " + opnd(1) + " : " + opnd(2));
+    return success();
+  }
+  if (isa<arith::IndexCastOp, arith::SIToFPOp, arith::UIToFPOp, arith::FPToSIOp, arith::FPToUIOp,
+          arith::ExtSIOp, arith::ExtUIOp, arith::TruncIOp, arith::IndexCastUIOp>(op)) {
+    std::string t = cType(res().getType());
+    declare(res(), t, "(" + t + ")" + opnd(0));
+    return success();
+  }
+  if (isa<math::ExpOp, math::Exp2Op, math::LogOp, math::Log2Op, math::SqrtOp, math::RsqrtOp,
+          math::AbsFOp, math::TanhOp>(op)) {
+    std::string f = llvm::TypeSwitch<Operation *, std::string>(op)
+                        .Case<math::ExpOp>([](auto) { return "expf"; })
+                        .Case<math::Exp2Op>([](auto) { return "exp2f"; })
+                        .Case<math::LogOp>([](auto) { return "logf"; })
+                        .Case<math::Log2Op>([](auto) { return "log2f"; })
+                        .Case<math::SqrtOp>([](auto) { return "sqrtf"; })
+                        .Case<math::RsqrtOp>([](auto) { return "rsqrtf"; })
+                        .Case<math::AbsFOp>([](auto) { return "fabsf"; })
+                        .Case<math::TanhOp>([](auto) { return "tanhf"; })
+                        .Default([](Operation *) { return ""; });
+    declare(res(), "float", f + "(" + opnd(0) + ")");
+    return success();
+  }
+  if (auto f = dyn_cast<scf::ForOp>(op)) {
+    if (f.getNumResults()) return op->emitOpError("loops with results are not emitted yet");
+    std::string iv = fresh("i");
+    bind(f.getInductionVar(), iv);
+    if (op->hasAttr("qla.unroll")) line("#pragma unroll");
+    line("for (int " + iv + " = " + name(f.getLowerBound()) + "; " + iv + " < " +
+         name(f.getUpperBound()) + "; " + iv + " += " + name(f.getStep()) + ") {");
+    ++indent_;
+    if (failed(emitBlock(*f.getBody()))) return failure();
+    --indent_;
+    line("}");
+    return success();
+  }
+  if (auto i = dyn_cast<scf::IfOp>(op)) {
+    if (i.getNumResults()) return op->emitOpError("if with results is not emitted yet");
+    line("if (" + name(i.getCondition()) + ") {");
+    ++indent_;
+    if (failed(emitBlock(i.getThenRegion().front()))) return failure();
+    --indent_;
+    if (!i.getElseRegion().empty()) {
+      line("} else {");
+      ++indent_;
+      if (failed(emitBlock(i.getElseRegion().front()))) return failure();
+      --indent_;
+    }
+    line("}");
+    return success();
+  }
+  if (isa<scf::YieldOp, func::ReturnOp, mlir::qla::YieldOp, mlir::qlanv::YieldOp>(op)) return success();
+
+  // --- qla ---
+  if (auto b = dyn_cast<BlockIdOp>(op)) {
+    static const char *d[] = {"x", "y", "z"};
+    declare(res(), "int", std::string("(int)blockIdx.") + d[b.getDim()], "blk");
+    return success();
+  }
+  if (auto a = dyn_cast<AllocSharedOp>(op)) {
+    if (!a.getOffset()) return op->emitOpError("has no arena offset (run qla-assign-resources)");
+    std::string t = dtypeCType(a.getType().getElementType());
+    std::string n = fresh("smem");
+    line(t + "* const " + n + " = reinterpret_cast<" + t + "*>(qla_smem + " +
+         std::to_string(*a.getOffset()) + ");");
+    bind(res(), n);
+    return success();
+  }
+  if (auto a = dyn_cast<AllocFragOp>(op)) return emitAllocFrag(a);
+  if (auto o = dyn_cast<FillOp>(op)) return emitFill(o);
+  if (auto o = dyn_cast<LoadOp>(op)) return emitLoad(o);
+  if (auto o = dyn_cast<StoreOp>(op)) return emitStore(o);
+  if (auto o = dyn_cast<CopyOp>(op)) return emitCopy(o);
+  if (auto o = dyn_cast<CastOp>(op)) return emitCast(o);
+  if (auto o = dyn_cast<ReduceOp>(op)) return emitReduce(o);
+  if (auto o = dyn_cast<ParallelOp>(op)) return emitParallel(o);
+
+  // --- qlanv ---
+  if (auto s = dyn_cast<SlotOp>(op)) {
+    auto t = s.getType();
+    std::string ty = dtypeCType(t.getElementType());
+    std::string n = fresh("slot");
+    line(ty + "* const " + n + " = " + name(s.getBuffer()) + " + " + name(s.getSlot()) + " * " +
+         std::to_string(t.getNumElements()) + ";");
+    bind(res(), n);
+    return success();
+  }
+  if (auto b = dyn_cast<BarriersOp>(op)) {
+    if (!b.getOffset()) return op->emitOpError("has no arena offset (run qla-assign-resources)");
+    std::string n = fresh("bar");
+    line("qla::dev::u64* const " + n + " = reinterpret_cast<qla::dev::u64*>(qla_smem + " +
+         std::to_string(*b.getOffset()) + ");");
+    bind(res(), n);
+    return success();
+  }
+  if (auto b = dyn_cast<BarrierInitOp>(op)) {
+    auto bars = b.getBarriers().getDefiningOp<BarriersOp>();
+    line("if (threadIdx.x == 0) {");
+    line("  for (int i = 0; i < " + std::to_string(bars.getType().getCount()) + "; ++i) qla::dev::mbarrier_init(&" +
+         name(b.getBarriers()) + "[i], " + std::to_string(bars.getArrivals()) + ");");
+    line("  qla::dev::fence_mbarrier_init();");
+    line("}");
+    return success();
+  }
+  if (isa<BlockSyncOp>(op)) {
+    line("__syncthreads();");
+    return success();
+  }
+  if (auto r = dyn_cast<RingOp>(op)) {
+    std::string n = fresh(sanitize(r.getName()));
+    line("int " + n + "_slot = 0;");
+    line("unsigned " + n + "_phase = 0;");
+    bind(res(), n);
+    return success();
+  }
+  if (auto r = dyn_cast<RingSlotOp>(op)) {
+    declare(res(), "int", name(r.getRing()) + "_slot", "slot_idx");
+    return success();
+  }
+  if (auto r = dyn_cast<RingPhaseOp>(op)) {
+    declare(res(), "int", "(int)" + name(r.getRing()) + "_phase", "phase");
+    return success();
+  }
+  if (auto r = dyn_cast<RingAdvanceOp>(op)) {
+    std::string n = name(r.getRing());
+    line("if (++" + n + "_slot == " + std::to_string(r.getRing().getType().getDepth()) + ") { " + n +
+         "_slot = 0; " + n + "_phase ^= 1u; }");
+    return success();
+  }
+  if (auto w = dyn_cast<BarrierWaitOp>(op)) {
+    line("qla::dev::mbarrier_wait(&" + name(w.getBarriers()) + "[" + name(w.getSlot()) + "], (unsigned)" +
+         name(w.getPhase()) + ");");
+    return success();
+  }
+  if (auto a = dyn_cast<BarrierArriveOp>(op)) {
+    std::string call = "qla::dev::mbarrier_arrive(&" + name(a.getBarriers()) + "[" + name(a.getSlot()) + "]);";
+    line(a.getPerWarpgroup() ? "if (threadIdx.x % 128 == 0) " + call : call);
+    return success();
+  }
+  if (auto a = dyn_cast<BarrierExpectTxOp>(op)) {
+    line("qla::dev::mbarrier_arrive_expect_tx(&" + name(a.getBarriers()) + "[" + name(a.getSlot()) + "], " +
+         std::to_string(a.getBytes()) + ");");
+    return success();
+  }
+  if (auto nb = dyn_cast<NamedBarrierOp>(op)) {
+    line("qla::dev::named_barrier_sync(" + std::to_string(nb.getId()) + ", " + std::to_string(nb.getThreads()) + ");");
+    return success();
+  }
+  if (isa<FenceProxyAsyncOp>(op)) {
+    line("qla::dev::fence_proxy_async_shared();");
+    return success();
+  }
+  if (auto wg = dyn_cast<WarpgroupsOp>(op)) {
+    // Roles are the branches of one if/else chain so that setmaxnreg applies.
+    bool chained = false;
+    if (Operation *prev = op->getPrevNode(); prev && isa<WarpgroupsOp>(prev)) chained = true;
+    std::string cond = "qla_wg >= " + std::to_string(wg.getWgBegin()) + " && qla_wg <= " + std::to_string(wg.getWgEnd());
+    if (chained) {
+      // Reopen: the previous role's closing brace becomes "} else if".
+      body_.resize(body_.size() - (indent_ * 2 + 2));
+      line("} else if (" + cond + ") {  // role " + wg.getName().str());
+    } else {
+      line("if (" + cond + ") {  // role " + wg.getName().str());
+    }
+    int64_t id = 1;
+    for (auto w : fn_.getOps<WarpgroupsOp>()) {
+      if (w == wg) break;
+      ++id;
+    }
+    groups_.push_back({wg.getWgBegin(), wg.getWgEnd(), id});
+    ++indent_;
+    line("const int qla_wgl = qla_wg - " + std::to_string(wg.getWgBegin()) + ";  // warpgroup within the role");
+    line("(void)qla_wgl;");
+    if (failed(emitBlock(wg.getBody().front()))) return failure();
+    --indent_;
+    groups_.pop_back();
+    line("}");
+    return success();
+  }
+  if (auto e = dyn_cast<ElectOp>(op)) {
+    line("if (threadIdx.x == " + std::to_string(group().begin * 128) + ") {");
+    ++indent_;
+    if (failed(emitBlock(e.getBody().front()))) return failure();
+    --indent_;
+    line("}");
+    return success();
+  }
+  if (auto s = dyn_cast<SetMaxNRegOp>(op)) {
+    line(std::string("qla::dev::setmaxnreg_") + (s.getIncrease() ? "inc" : "dec") + "<" +
+         std::to_string(s.getRegs()) + ">();");
+    return success();
+  }
+  if (auto t = dyn_cast<TmaLoadOp>(op)) return emitTmaLoad(t);
+  if (auto w = dyn_cast<WgmmaOp>(op)) return emitWgmma(w);
+  if (auto f = dyn_cast<WgmmaFenceOp>(op)) return emitWgmmaFence(f.getFrags());
+  if (isa<WgmmaCommitOp>(op)) {
+    line("qla::dev::wgmma_commit();");
+    return success();
+  }
+  if (auto w = dyn_cast<WgmmaWaitOp>(op)) {
+    line("qla::dev::wgmma_wait<" + std::to_string(w.getPending()) + ">();");
+    for (Value f : w.getFrags()) line("qla::dev::warpgroup_fence_regs(" + name(f) + ");");
+    return success();
+  }
+  return op->emitOpError("the CUDA emitter cannot print this operation yet");
+}
+
+LogicalResult Emitter::emitKernel() {
+  if (fn_.getBody().empty()) return fn_.emitError("kernel has no body");
+  if (auto src = fn_->getAttrOfType<StringAttr>(kSourceAttr)) file_ = src.getValue().str();
+  else file_ = "<kernel>";
+  auto argNames = fn_->getAttrOfType<ArrayAttr>(kArgNamesAttr);
+  auto tensorDims = fn_->getAttrOfType<ArrayAttr>(kTensorDimsAttr);
+  auto outputs = fn_->getAttrOfType<DenseBoolArrayAttr>(kOutputsAttr);
+  if (!argNames || argNames.size() != fn_.getNumArguments())
+    return fn_.emitError("kernel lacks qla.arg_names for its arguments");
+
+  int64_t threads = 128;
+  if (auto th = fn_->getAttrOfType<IntegerAttr>(kThreadsAttr)) threads = th.getInt();
+  info_ = KernelInfo();
+  info_.threads = (int)threads;
+  if (auto g = fn_->getAttrOfType<ArrayAttr>(kGridAttr))
+    for (size_t i = 0; i < 3 && i < g.size(); ++i) info_.grid[i] = cast<StringAttr>(g[i]).getValue().str();
+  if (auto c = fn_->getAttrOfType<DenseI64ArrayAttr>(kClusterAttr))
+    for (size_t i = 0; i < 3 && i < c.size(); ++i) info_.cluster[i] = (int)c[i];
+
+  // Arguments: tensors, dims, scalars.
+  std::vector<std::string> params;  // C parameter declarations, without TMA maps
+  Block &entry = fn_.getBody().front();
+  int tensorCount = 0;
+  for (auto [i, arg] : llvm::enumerate(entry.getArguments())) {
+    std::string n = sanitize(cast<StringAttr>(argNames[i]).getValue());
+    if (auto g = dyn_cast<GlobalType>(arg.getType())) {
+      TensorArgInfo t;
+      t.name = n;
+      std::string dt = dtypeCType(g.getElementType());
+      if (g.getElementType().isBF16()) t.dtype = DType::BF16;
+      else if (g.getElementType().isF16()) t.dtype = DType::F16;
+      else if (g.getElementType().isF32()) t.dtype = DType::F32;
+      else if (g.getElementType().isInteger(32)) t.dtype = DType::I32;
+      else if (g.getElementType().isInteger(64)) t.dtype = DType::I64;
+      else return fn_.emitError("unsupported tensor dtype ") << g.getElementType();
+      if (tensorDims && tensorCount < (int)tensorDims.size())
+        for (Attribute d : cast<ArrayAttr>(tensorDims[tensorCount])) t.dims.push_back(cast<StringAttr>(d).getValue().str());
+      t.isOutput = outputs && tensorCount < (int)outputs.size() && outputs[tensorCount];
+      tensorOf_[arg] = tensorCount;
+      tensorNames_.push_back(n);
+      info_.tensors.push_back(t);
+      bind(arg, n);
+      ++tensorCount;
+    } else if (arg.getType().isIndex()) {
+      info_.dimSymbols.push_back(n);
+      bind(arg, n);
+    } else if (arg.getType().isF32() || arg.getType().isInteger(32)) {
+      info_.scalars.push_back({n, arg.getType().isF32() ? DType::F32 : DType::I32});
+      bind(arg, n);
+    } else {
+      return fn_.emitError("unsupported kernel argument type ") << arg.getType();
+    }
+  }
+
+  groups_.push_back({0, threads / 128 - 1, 0});
+  indent_ = 1;
+  if (failed(emitBlock(entry))) return failure();
+
+  // Parameters in launch order: tensor maps (64-byte aligned) first.
+  std::vector<std::string> decls;
+  for (auto &p : tmaParams_) {
+    ParamInfo pi;
+    pi.kind = ParamInfo::Kind::TensorMap;
+    pi.index = p.tensor;
+    pi.box = p.box;
+    pi.swizzle = p.swizzle;
+    info_.params.push_back(pi);
+    decls.push_back("const __grid_constant__ qla::dev::TensorMap " + p.name);
+  }
+  for (int t = 0; t < tensorCount; ++t) {
+    ParamInfo pi;
+    pi.kind = ParamInfo::Kind::Pointer;
+    pi.index = t;
+    info_.params.push_back(pi);
+    Type et = cast<GlobalType>(entry.getArgument(0).getType()).getElementType();
+    for (auto arg : entry.getArguments())
+      if (tensorIndex(arg) == t) et = cast<GlobalType>(arg.getType()).getElementType();
+    std::string ct = dtypeCType(et);
+    decls.push_back(std::string(info_.tensors[t].isOutput ? "" : "const ") + ct + "* __restrict__ " + tensorNames_[t]);
+  }
+  for (int t = 0; t < tensorCount; ++t)
+    for (size_t d = 0; d < info_.tensors[t].dims.size(); ++d) {
+      ParamInfo pi;
+      pi.kind = ParamInfo::Kind::Stride;
+      pi.index = t;
+      pi.dim = (int)d;
+      info_.params.push_back(pi);
+      decls.push_back("const long long " + tensorNames_[t] + "_stride" + std::to_string(d));
+    }
+  for (size_t d = 0; d < info_.dimSymbols.size(); ++d) {
+    ParamInfo pi;
+    pi.kind = ParamInfo::Kind::Dim;
+    pi.index = (int)d;
+    info_.params.push_back(pi);
+    decls.push_back("const int " + info_.dimSymbols[d]);
+  }
+  for (size_t s = 0; s < info_.scalars.size(); ++s) {
+    ParamInfo pi;
+    pi.kind = ParamInfo::Kind::Scalar;
+    pi.index = (int)s;
+    info_.params.push_back(pi);
+    decls.push_back(std::string(info_.scalars[s].dtype == DType::F32 ? "const float " : "const int ") +
+                    info_.scalars[s].name);
+  }
+
+  int64_t smem = 0;
+  if (auto s = fn_->getAttrOfType<IntegerAttr>("qla.smem_bytes")) smem = s.getInt();
+  info_.dynamicSmemBytes = smem ? (int)(smem + 1024) : 0;  // + slack to align the arena to 1024
+
+  std::string sig;
+  for (size_t i = 0; i < decls.size(); ++i) sig += "    " + decls[i] + (i + 1 < decls.size() ? ",\n" : "");
+  std::string kernelName = sanitize(fn_.getSymName());
+  std::string hash = hex64(llvm::xxh3_64bits(sig + body_ + std::to_string(threads)));
+  info_.name = "qla_" + kernelName + "_" + hash;
+
+  std::string s;
+  s += "// Generated by QLA from " + file_ + " (kernel '" + fn_.getSymName().str() + "'). Do not edit.\n";
+  s += "// QLA-KERNEL-INFO-BEGIN\n";
+  std::string ser = info_.serialize();
+  size_t pos = 0;
+  while (pos < ser.size()) {
+    size_t nl = ser.find('\n', pos);
+    if (nl == std::string::npos) nl = ser.size();
+    s += "// " + ser.substr(pos, nl - pos) + "\n";
+    pos = nl + 1;
+  }
+  s += "// QLA-KERNEL-INFO-END\n";
+  s += "#include \"qla/device/all.cuh\"\n#include \"qla/device/smem_layout.cuh\"\n\n";
+  s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(threads) + ", 1) " + info_.name + "(\n";
+  s += sig + ") {\n";
+  s += "  extern __shared__ __align__(1024) unsigned char qla_smem_raw[];\n";
+  s += "  unsigned char* const qla_smem = qla_smem_raw + ((1024u - (qla::dev::smem_u32(qla_smem_raw) & 1023u)) & 1023u);\n";
+  s += "  const int qla_wg = qla::dev::warpgroup_index();\n";
+  s += "  const int qla_warp = qla::dev::warp_index_in_warpgroup();\n";
+  s += "  const int qla_lane = qla::dev::lane_index();\n";
+  s += "  const int qla_wgl = qla_wg;\n";
+  s += "  (void)qla_smem; (void)qla_warp; (void)qla_lane; (void)qla_wgl;\n";
+  s += body_;
+  s += "}\n";
+  source_ = std::move(s);
+  return success();
+}
+
+}  // namespace qla::compiler

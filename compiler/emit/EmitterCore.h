@@ -1,0 +1,99 @@
+// The CUDA emitter's state, shared by EmitterCore.cpp (kernel frame, scalars,
+// control flow, barriers, TMA) and EmitFragments.cpp (fragments and wgmma).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "dialects/qlanv/IR/QlanvDialect.h"
+#include "llvm/ADT/DenseMap.h"
+#include "qla/runtime/KernelInfo.h"
+
+namespace qla::compiler {
+
+class Emitter {
+ public:
+  Emitter(mlir::func::FuncOp fn, KernelInfo &info) : fn_(fn), info_(info) {}
+  mlir::LogicalResult emitKernel();
+  std::string takeSource() { return std::move(source_); }
+
+  // --- shared helpers (EmitterCore.cpp) ---
+  void line(const std::string &s);
+  std::string fresh(const std::string &prefix);
+  std::string name(mlir::Value v);
+  void bind(mlir::Value v, const std::string &n) { names_[v] = n; }
+  std::string declare(mlir::Value v, const std::string &type, const std::string &expr,
+                      const std::string &prefix = "v");
+  static std::string cType(mlir::Type t);
+  static std::string dtypeCType(mlir::Type t);  // storage type for tiles/tensors
+  mlir::LogicalResult emitBlock(mlir::Block &b);
+  mlir::LogicalResult emitOp(mlir::Operation *op);
+  void noteLocation(mlir::Operation *op);
+
+  // The warpgroup range executing the current code (role, else the block).
+  struct Group {
+    int64_t begin = 0, end = 0;
+    int64_t barrierId = 0;   // 0 = __syncthreads
+  };
+  const Group &group() const { return groups_.back(); }
+  std::string groupSync() const;
+
+  // Global tensor access (EmitFragments.cpp)
+  int tensorIndex(mlir::Value g) const;
+  std::string globalElementOffset(mlir::Value g, mlir::ValueRange offsets,
+                                  llvm::ArrayRef<int64_t> dropped,
+                                  llvm::ArrayRef<std::string> tileIdx, std::string &inBounds);
+
+  // --- fragments and tensor cores (EmitFragments.cpp) ---
+  mlir::LogicalResult emitAllocFrag(mlir::qla::AllocFragOp op);
+  mlir::LogicalResult emitFill(mlir::qla::FillOp op);
+  mlir::LogicalResult emitLoad(mlir::qla::LoadOp op);
+  mlir::LogicalResult emitStore(mlir::qla::StoreOp op);
+  mlir::LogicalResult emitCopy(mlir::qla::CopyOp op);
+  mlir::LogicalResult emitCast(mlir::qla::CastOp op);
+  mlir::LogicalResult emitReduce(mlir::qla::ReduceOp op);
+  mlir::LogicalResult emitParallel(mlir::qla::ParallelOp op);
+  mlir::LogicalResult emitWgmma(mlir::qlanv::WgmmaOp op);
+  mlir::LogicalResult emitWgmmaFence(mlir::ValueRange frags);
+
+  // Per-register iteration over a fragment: emits the loop header and binds
+  // `row`/`col` expressions (strings) valid inside it.
+  struct RegLoop {
+    std::string reg;             // loop variable (register index)
+    std::vector<std::string> idx;  // tile indices (row[, col]) of that register
+  };
+  RegLoop openRegLoop(mlir::qla::FragType t);
+  void closeLoop();
+  std::string declareStr(const std::string &type, const std::string &expr, const std::string &prefix);
+  std::string fragElem(mlir::Value frag, const std::string &reg);         // lvalue/rvalue as float
+  void fragStore(mlir::Value frag, const std::string &reg, const std::string &value);
+  // Register index in a row/col vector for register `reg` of a 2-D acc fragment.
+  std::string vectorRegFor(mlir::qla::FragType vec, mlir::qla::FragType acc, const std::string &reg);
+
+ private:
+  mlir::func::FuncOp fn_;
+  KernelInfo &info_;
+  std::string body_, source_;
+  int indent_ = 1;
+  int counter_ = 0;
+  llvm::DenseMap<mlir::Value, std::string> names_;
+  std::vector<Group> groups_;
+  unsigned lastLine_ = 0;
+  std::string file_;
+
+ public:
+  // TensorMap parameters: one per (tensor, box, swizzle).
+  struct TmaParam {
+    int tensor;
+    std::vector<uint32_t> box;
+    Swizzle swizzle;
+    std::string name;
+  };
+  std::vector<TmaParam> tmaParams_;
+  std::vector<std::string> tensorNames_;
+  llvm::DenseMap<mlir::Value, int> tensorOf_;
+  std::string tmaParamFor(int tensor, const std::vector<uint32_t> &box, Swizzle s);
+  mlir::LogicalResult emitTmaLoad(mlir::qlanv::TmaLoadOp op);
+};
+
+}  // namespace qla::compiler

@@ -1,0 +1,661 @@
+// The QLA parser: recursive descent over the token vector, building the AST of
+// AST.h. It stops at the first syntax error (an internal exception unwinds to
+// parseQla), which keeps it simple and makes truncated input safe: every
+// `expect` checks the token, and the last token is always Eof.
+//
+// The grammar is newline-insensitive: a statement is recognised by its first
+// token (a keyword or, for assignments, a name) and an expression ends at the
+// first token that cannot continue it. Semicolons are optional separators.
+#include <unordered_map>
+
+#include "qla/frontend/Frontend.h"
+#include "qla/frontend/Lexer.h"
+
+namespace qla::fe {
+
+namespace {
+
+struct ParseAbort {};
+
+// Deep nesting ("((((((...") must give an error, not a stack overflow.
+constexpr int kMaxDepth = 200;
+
+class Parser {
+ public:
+  Parser(std::vector<Token> toks, std::vector<Diagnostic> &diags)
+      : toks_(std::move(toks)), diags_(diags) {}
+
+  std::unique_ptr<Module> parseModule(const std::string &filename) {
+    auto m = std::make_unique<Module>();
+    m->filename = filename;
+    if (at(Tok::Eof)) fail(cur().loc, "expected 'kernel', found end of file (a file holds one or more kernels)");
+    while (!at(Tok::Eof)) m->kernels.push_back(parseKernel());
+    return m;
+  }
+
+ private:
+  // --- token helpers -------------------------------------------------------
+  const Token &cur() const { return toks_[pos_]; }
+  const Token &ahead(size_t k) const { return toks_[std::min(pos_ + k, toks_.size() - 1)]; }
+  bool at(Tok k) const { return cur().kind == k; }
+  Token take() {
+    Token t = cur();
+    if (pos_ + 1 < toks_.size()) ++pos_;
+    return t;
+  }
+  bool accept(Tok k) {
+    if (!at(k)) return false;
+    take();
+    return true;
+  }
+  std::string found() const {
+    if (at(Tok::Eof)) return "end of file";
+    return "'" + cur().text + "'";
+  }
+  [[noreturn]] void fail(const SourceLoc &loc, const std::string &msg) {
+    diags_.push_back(Diagnostic{loc, msg});
+    throw ParseAbort{};
+  }
+  Token expect(Tok k, const std::string &context = "") {
+    if (!at(k))
+      fail(cur().loc, "expected " + tokSpelling(k) + (context.empty() ? "" : " " + context) +
+                          ", found " + found());
+    return take();
+  }
+  Token expectIdent(const std::string &what) {
+    if (!at(Tok::Ident)) fail(cur().loc, "expected " + what + ", found " + found());
+    return take();
+  }
+  // Kernel and role names live apart from the names of the body, so they may
+  // also be keywords (`kernel gemm`).
+  Token expectNameOrKeyword(const std::string &what) {
+    if (!at(Tok::Ident) && !(cur().kind >= Tok::KwKernel && cur().kind <= Tok::KwMin))
+      fail(cur().loc, "expected " + what + ", found " + found());
+    return take();
+  }
+
+  struct DepthGuard {
+    Parser &p;
+    explicit DepthGuard(Parser &pp) : p(pp) {
+      if (++p.depth_ > kMaxDepth) p.fail(p.cur().loc, "nesting too deep");
+    }
+    ~DepthGuard() { --p.depth_; }
+  };
+
+  // --- kernels ---------------------------------------------------------------
+  std::unique_ptr<KernelDecl> parseKernel() {
+    auto k = std::make_unique<KernelDecl>();
+    k->loc = expect(Tok::KwKernel).loc;
+    Token name = expectNameOrKeyword("a kernel name after 'kernel'");
+    k->name = name.text;
+    k->nameLoc = name.loc;
+    if (accept(Tok::Less)) {
+      do {
+        Token pn = expectIdent("a specialization constant name");
+        expect(Tok::Assign, "after specialization constant '" + pn.text + "' (NAME = default)");
+        auto p = std::make_unique<ParamDecl>(pn.text, pn.loc);
+        p->index = int(k->params.size());
+        // '>' closes the list, so it cannot be a comparison here (use parens).
+        p->defaultExpr = parseExpr(/*noGreater=*/true);
+        k->params.push_back(std::move(p));
+      } while (accept(Tok::Comma));
+      expect(Tok::Greater, "to close the specialization constants");
+    }
+    expect(Tok::LParen, "before the kernel arguments");
+    if (!at(Tok::RParen)) {
+      do parseArg(*k);
+      while (accept(Tok::Comma));
+    }
+    expect(Tok::RParen, "after the kernel arguments");
+    expect(Tok::KwGrid, "after the kernel arguments");
+    expect(Tok::LParen, "after 'grid'");
+    parseExprList(k->grid, 3, "grid");
+    expect(Tok::RParen, "after the grid");
+    expect(Tok::KwThreads, "after the grid");
+    expect(Tok::LParen, "after 'threads'");
+    k->threads = parseExpr();
+    expect(Tok::RParen, "after the thread count");
+    if (at(Tok::KwCluster)) {
+      k->clusterLoc = take().loc;
+      expect(Tok::LParen, "after 'cluster'");
+      parseExprList(k->cluster, 3, "cluster");
+      expect(Tok::RParen, "after the cluster shape");
+    }
+    parseBlock(k->body);
+    return k;
+  }
+
+  void parseExprList(std::vector<ExprPtr> &out, size_t max, const char *what) {
+    do {
+      if (out.size() == max)
+        fail(cur().loc, std::string(what) + " takes at most " + std::to_string(max) + " values");
+      out.push_back(parseExpr());
+    } while (accept(Tok::Comma));
+  }
+
+  void parseArg(KernelDecl &k) {
+    Token name = expectIdent("an argument name");
+    expect(Tok::Colon, "after argument '" + name.text + "'");
+    bool out = accept(Tok::KwOut);
+    Token dt = expectIdent("a dtype (bf16, f16, f32, i32 or i64)");
+    if (!at(Tok::LBracket)) {
+      if (out) fail(cur().loc, "expected '[' after '" + dt.text + "': an 'out' argument must be a tensor");
+      auto s = std::make_unique<ScalarArgDecl>(name.text, name.loc);
+      s->dtypeName = dt.text;
+      s->dtypeLoc = dt.loc;
+      s->argIndex = int(k.args.size());
+      s->scalarIndex = int(k.scalars.size());
+      k.scalars.push_back(s.get());
+      k.args.push_back(std::move(s));
+      return;
+    }
+    take();
+    auto t = std::make_unique<TensorArgDecl>(name.text, name.loc);
+    t->dtypeName = dt.text;
+    t->dtypeLoc = dt.loc;
+    t->isOutput = out;
+    do {
+      TensorDim d;
+      d.loc = cur().loc;
+      if (at(Tok::Int)) {
+        d.literal = take().intValue;
+      } else if (at(Tok::Ident)) {
+        Token dn = take();
+        for (auto &existing : k.dims)
+          if (existing->name == dn.text) d.sym = existing.get();
+        if (!d.sym) {
+          k.dims.push_back(std::make_unique<DimDecl>(dn.text, dn.loc));
+          k.dims.back()->index = int(k.dims.size()) - 1;
+          d.sym = k.dims.back().get();
+        }
+      } else {
+        fail(cur().loc, "expected a dim name or size, found " + found());
+      }
+      t->dims.push_back(d);
+    } while (accept(Tok::Comma));
+    expect(Tok::RBracket, "after the tensor dims");
+    t->argIndex = int(k.args.size());
+    t->tensorIndex = int(k.tensors.size());
+    k.tensors.push_back(t.get());
+    k.args.push_back(std::move(t));
+  }
+
+  // --- statements ------------------------------------------------------------
+  void parseBlock(Block &b) {
+    DepthGuard g(*this);
+    b.loc = expect(Tok::LBrace).loc;
+    while (!at(Tok::RBrace)) {
+      if (accept(Tok::Semi)) continue;
+      if (at(Tok::Eof)) fail(cur().loc, "expected '}' to close the block, found end of file");
+      b.stmts.push_back(parseStmt());
+    }
+    take();
+  }
+
+  StmtPtr parseStmt() {
+    switch (cur().kind) {
+    case Tok::KwLet: return parseLet();
+    case Tok::KwShared: return parseShared();
+    case Tok::KwFrag: return parseFrag();
+    case Tok::KwCopy: return parseCopy();
+    case Tok::KwFor: return ahead(1).kind == Tok::LParen ? parseParallel() : parseFor();
+    case Tok::KwPipeline: return parsePipeline();
+    case Tok::KwIf: return parseIf();
+    case Tok::KwRole: return parseRole();
+    case Tok::KwChannel: return parseChannel();
+    case Tok::KwPut:
+    case Tok::KwGet: return parseSlot();
+    case Tok::Ident: return parseAssign();
+    default: break;
+    }
+    fail(cur().loc, "expected a statement, found " + found());
+  }
+
+  StmtPtr parseLet() {
+    SourceLoc loc = take().loc;
+    Token n = expectIdent("a name after 'let'");
+    auto s = std::make_unique<LetDecl>(loc, n.text, n.loc);
+    expect(Tok::Assign, "after 'let " + n.text + "'");
+    s->init = parseExpr();
+    return s;
+  }
+
+  // NAME ':' DTYPE '[' extents ']' -- shared by shared, frag and channel fields.
+  void parseTileType(const Token &name, std::string &dtypeName, SourceLoc &dtypeLoc,
+                     std::vector<ExprPtr> &extents) {
+    expect(Tok::Colon, "after '" + name.text + "'");
+    Token dt = expectIdent("a dtype (bf16, f16, f32, i32 or i64)");
+    dtypeName = dt.text;
+    dtypeLoc = dt.loc;
+    expect(Tok::LBracket, "after the dtype (tiles need a shape, e.g. f32[64, 64])");
+    do extents.push_back(parseExpr());
+    while (accept(Tok::Comma));
+    expect(Tok::RBracket, "after the tile shape");
+  }
+
+  StmtPtr parseShared() {
+    SourceLoc loc = take().loc;
+    Token n = expectIdent("a name after 'shared'");
+    auto s = std::make_unique<SharedDecl>(loc, n.text, n.loc);
+    parseTileType(n, s->dtypeName, s->dtypeLoc, s->extents);
+    return s;
+  }
+
+  StmtPtr parseFrag() {
+    SourceLoc loc = take().loc;
+    Token n = expectIdent("a name after 'frag'");
+    auto s = std::make_unique<FragDecl>(loc, n.text, n.loc);
+    parseTileType(n, s->dtypeName, s->dtypeLoc, s->extents);
+    if (accept(Tok::Assign)) parseFragInit(s->init);
+    return s;
+  }
+
+  RedOp parseRedOp() {
+    if (accept(Tok::Plus)) return RedOp::Add;
+    if (accept(Tok::KwMax)) return RedOp::Max;
+    if (accept(Tok::KwMin)) return RedOp::Min;
+    fail(cur().loc, "expected a reduction operator ('+', 'max' or 'min'), found " + found());
+  }
+
+  void parseDimArg(FragInit &fi) {
+    expect(Tok::KwDim);
+    expect(Tok::Assign, "after 'dim'");
+    fi.dimLoc = cur().loc;
+    fi.dim = int(std::min<int64_t>(expect(Tok::Int, "after 'dim ='").intValue, 1 << 20));
+    fi.dimGiven = true;
+  }
+
+  void parseSourceName(FragInit &fi) {
+    Token s = expectIdent("a fragment name");
+    fi.sourceName = s.text;
+    fi.sourceLoc = s.loc;
+  }
+
+  void parseFragInit(FragInit &fi) {
+    fi.loc = cur().loc;
+    if (accept(Tok::KwReduce)) {
+      fi.kind = FragInit::Kind::Reduce;
+      expect(Tok::LParen, "after 'reduce'");
+      fi.op = parseRedOp();
+      expect(Tok::Comma, "after the reduction operator");
+      parseSourceName(fi);
+      expect(Tok::Comma, "after the source (reduce needs 'dim = 0' or 'dim = 1')");
+      parseDimArg(fi);
+      expect(Tok::RParen, "to close 'reduce('");
+    } else if (accept(Tok::KwScan)) {
+      fi.kind = FragInit::Kind::Scan;
+      expect(Tok::LParen, "after 'scan'");
+      fi.op = parseRedOp();
+      expect(Tok::Comma, "after the scan operator");
+      parseSourceName(fi);
+      if (accept(Tok::Comma)) parseDimArg(fi);
+      expect(Tok::RParen, "to close 'scan('");
+    } else if (accept(Tok::KwCast)) {
+      fi.kind = FragInit::Kind::Cast;
+      expect(Tok::LParen, "after 'cast'");
+      parseSourceName(fi);
+      expect(Tok::RParen, "to close 'cast('");
+    } else {
+      fi.kind = FragInit::Kind::Fill;
+      fi.fill = parseExpr();
+    }
+  }
+
+  void parseRef(TileRef &r) {
+    Token n = expectIdent("a tile or tensor name");
+    r.name = n.text;
+    r.loc = n.loc;
+    if (!accept(Tok::LBracket)) return;
+    r.sliced = true;
+    do {
+      Slice s;
+      s.loc = cur().loc;
+      s.start = parseExpr();
+      if (accept(Tok::ColonPlus)) s.extent = parseExpr();
+      r.slices.push_back(std::move(s));
+    } while (accept(Tok::Comma));
+    expect(Tok::RBracket, "to close the slice");
+  }
+
+  StmtPtr parseCopy() {
+    auto s = std::make_unique<CopyStmt>(take().loc);
+    parseRef(s->src);
+    expect(Tok::Arrow, "between the source and destination of 'copy'");
+    parseRef(s->dst);
+    return s;
+  }
+
+  std::unique_ptr<LoopVarDecl> parseLoopHead(Stmt *owner, ExprPtr &lo, ExprPtr &hi, const char *kw) {
+    Token v = expectIdent(std::string("a loop variable after '") + kw + "'");
+    auto var = std::make_unique<LoopVarDecl>(v.text, v.loc);
+    var->owner = owner;
+    expect(Tok::KwIn, "after the loop variable");
+    lo = parseExpr();
+    expect(Tok::DotDot, "in the loop range (lo .. hi)");
+    hi = parseExpr();
+    return var;
+  }
+
+  StmtPtr parseFor() {
+    auto s = std::make_unique<ForStmt>(take().loc);
+    s->var = parseLoopHead(s.get(), s->lo, s->hi, "for");
+    s->unroll = accept(Tok::KwUnroll);
+    parseBlock(s->body);
+    return s;
+  }
+
+  StmtPtr parsePipeline() {
+    auto s = std::make_unique<PipelineStmt>(take().loc);
+    s->var = parseLoopHead(s.get(), s->lo, s->hi, "pipeline");
+    expect(Tok::KwStages, "after the pipeline range");
+    expect(Tok::LParen, "after 'stages'");
+    s->stages = parseExpr();
+    expect(Tok::RParen, "after the stage count");
+    parseBlock(s->body);
+    return s;
+  }
+
+  StmtPtr parseParallel() {
+    auto s = std::make_unique<ParallelStmt>(take().loc);
+    take();  // '('
+    do {
+      Token v = expectIdent("an index variable");
+      auto var = std::make_unique<LoopVarDecl>(v.text, v.loc);
+      var->owner = s.get();
+      var->parallelDim = int(s->vars.size());
+      s->vars.push_back(std::move(var));
+    } while (accept(Tok::Comma));
+    expect(Tok::RParen, "after the index variables");
+    expect(Tok::KwIn, "after the index variables");
+    expect(Tok::KwParallel, "after 'for (...) in'");
+    expect(Tok::LParen, "after 'parallel'");
+    do s->extents.push_back(parseExpr());
+    while (accept(Tok::Comma));
+    expect(Tok::RParen, "after the parallel extents");
+    parseBlock(s->body);
+    return s;
+  }
+
+  StmtPtr parseIf() {
+    auto s = std::make_unique<IfStmt>(take().loc);
+    s->cond = parseExpr();
+    parseBlock(s->thenBlock);
+    if (accept(Tok::KwElse)) {
+      s->elseBlock = std::make_unique<Block>();
+      if (at(Tok::KwIf)) {
+        DepthGuard g(*this);
+        s->elseBlock->loc = cur().loc;
+        s->elseBlock->stmts.push_back(parseIf());
+      } else {
+        parseBlock(*s->elseBlock);
+      }
+    }
+    return s;
+  }
+
+  StmtPtr parseRole() {
+    auto s = std::make_unique<RoleStmt>(take().loc);
+    Token n = expectNameOrKeyword("a role name after 'role'");
+    s->name = n.text;
+    s->nameLoc = n.loc;
+    expect(Tok::Colon, "after the role name");
+    if (accept(Tok::KwWarpgroup)) {
+      Token a = expect(Tok::Int, "after 'warpgroup'");
+      s->wgFirst = s->wgLast = a.intValue;
+      s->wgFirstLoc = s->wgLastLoc = a.loc;
+    } else if (accept(Tok::KwWarpgroups)) {
+      Token a = expect(Tok::Int, "after 'warpgroups'");
+      expect(Tok::DotDot, "in the warpgroup range (first .. last)");
+      Token b = expect(Tok::Int, "after '..'");
+      s->wgFirst = a.intValue;
+      s->wgLast = b.intValue;
+      s->wgFirstLoc = a.loc;
+      s->wgLastLoc = b.loc;
+    } else {
+      fail(cur().loc, "expected 'warpgroup' or 'warpgroups' after 'role " + n.text + ":', found " + found());
+    }
+    if (accept(Tok::Comma)) {
+      expect(Tok::KwRegs, "after ','");
+      Token r = expect(Tok::Int, "after 'regs'");
+      s->regs = r.intValue;
+      s->regsLoc = r.loc;
+    }
+    parseBlock(s->body);
+    return s;
+  }
+
+  StmtPtr parseChannel() {
+    SourceLoc loc = take().loc;
+    Token n = expectIdent("a channel name after 'channel'");
+    auto s = std::make_unique<ChannelDecl>(loc, n.text, n.loc);
+    expect(Tok::Colon, "after the channel name");
+    expect(Tok::LBrace, "to start the slot fields");
+    do {
+      Token fn = expectIdent("a slot field name");
+      ChannelField f;
+      f.loc = fn.loc;
+      f.name = fn.text;
+      parseTileType(fn, f.dtypeName, f.dtypeLoc, f.extents);
+      s->fields.push_back(std::move(f));
+    } while (accept(Tok::Comma));
+    expect(Tok::RBrace, "after the slot fields");
+    expect(Tok::KwDepth, "after the slot fields");
+    expect(Tok::LParen, "after 'depth'");
+    s->depth = parseExpr();
+    expect(Tok::RParen, "after the channel depth");
+    return s;
+  }
+
+  StmtPtr parseSlot() {
+    Token kw = take();
+    auto s = std::make_unique<SlotStmt>(kw.kind == Tok::KwPut ? StmtKind::Put : StmtKind::Get, kw.loc);
+    Token n = expectIdent("a channel name after '" + kw.text + "'");
+    s->channelName = n.text;
+    s->channelLoc = n.loc;
+    expect(Tok::Arrow, "after the channel name");
+    expect(Tok::LParen, "before the slot tile names");
+    do {
+      Token b = expectIdent("a name for a slot tile");
+      auto d = std::make_unique<SlotBindingDecl>(b.text, b.loc);
+      d->owner = s.get();
+      d->field = int(s->bindings.size());
+      s->bindings.push_back(std::move(d));
+    } while (accept(Tok::Comma));
+    expect(Tok::RParen, "after the slot tile names");
+    parseBlock(s->body);
+    return s;
+  }
+
+  // Statements that start with a name: gemm, fragment assignment, element assignment.
+  StmtPtr parseAssign() {
+    Token n = take();
+    if (at(Tok::Assign) || at(Tok::PlusAssign)) {
+      Token op = take();
+      if (at(Tok::KwGemm)) {
+        auto s = std::make_unique<GemmStmt>(n.loc);
+        s->target = n.text;
+        s->accumulate = op.kind == Tok::PlusAssign;
+        s->gemmLoc = take().loc;
+        expect(Tok::LParen, "after 'gemm'");
+        parseOperand(s->a);
+        expect(Tok::Comma, "between the gemm operands");
+        parseOperand(s->b);
+        expect(Tok::RParen, "after the gemm operands");
+        return s;
+      }
+      if (op.kind == Tok::PlusAssign)
+        fail(op.loc, "'+=' on a whole fragment must be followed by gemm(...); "
+                     "use a parallel block for elementwise updates");
+      auto s = std::make_unique<FragAssignStmt>(n.loc);
+      s->target = n.text;
+      parseFragInit(s->init);
+      return s;
+    }
+    if (accept(Tok::LBracket)) {
+      auto s = std::make_unique<ElemAssignStmt>(n.loc);
+      s->target = n.text;
+      do s->indices.push_back(parseExpr());
+      while (accept(Tok::Comma));
+      expect(Tok::RBracket, "after the element indices");
+      s->opLoc = cur().loc;
+      switch (cur().kind) {
+      case Tok::Assign: s->op = AssignOp::Set; break;
+      case Tok::PlusAssign: s->op = AssignOp::Add; break;
+      case Tok::MinusAssign: s->op = AssignOp::Sub; break;
+      case Tok::StarAssign: s->op = AssignOp::Mul; break;
+      default:
+        fail(cur().loc, "expected '=', '+=', '-=' or '*=' after '" + n.text + "[...]', found " + found());
+      }
+      take();
+      s->value = parseExpr();
+      return s;
+    }
+    if (at(Tok::MinusAssign) || at(Tok::StarAssign))
+      fail(cur().loc, "'" + cur().text + "' is only allowed on fragment elements (x[i, j] " + cur().text +
+                          " v) inside a parallel block");
+    fail(cur().loc, "expected '=', '+=' or '[' after '" + n.text + "', found " + found());
+  }
+
+  void parseOperand(GemmOperand &o) {
+    Token n = expectIdent("a gemm operand (a tile name)");
+    o.name = n.text;
+    o.loc = n.loc;
+    o.transposed = accept(Tok::CaretT);
+  }
+
+  // --- expressions -------------------------------------------------------------
+  // Precedence (low to high): ?: || && ==,!= <,<=,>,>= +,- *,/,% unary postfix.
+  ExprPtr parseExpr(bool noGreater = false) {
+    DepthGuard g(*this);
+    ExprPtr c = parseBinary(1, noGreater);
+    if (!at(Tok::Question)) return c;
+    SourceLoc q = take().loc;
+    ExprPtr t = parseExpr(noGreater);
+    expect(Tok::Colon, "in the conditional expression (c ? a : b)");
+    ExprPtr e = parseExpr(noGreater);
+    SourceLoc l = c->loc;
+    return std::make_unique<SelectExpr>(l, q, std::move(c), std::move(t), std::move(e));
+  }
+
+  static int precedence(Tok t, bool noGreater, BinaryOp &op) {
+    switch (t) {
+    case Tok::OrOr: op = BinaryOp::Or; return 1;
+    case Tok::AndAnd: op = BinaryOp::And; return 2;
+    case Tok::EqEq: op = BinaryOp::Eq; return 3;
+    case Tok::NotEq: op = BinaryOp::Ne; return 3;
+    case Tok::Less: op = BinaryOp::Lt; return 4;
+    case Tok::LessEq: op = BinaryOp::Le; return 4;
+    case Tok::Greater: op = BinaryOp::Gt; return noGreater ? 0 : 4;
+    case Tok::GreaterEq: op = BinaryOp::Ge; return 4;
+    case Tok::Plus: op = BinaryOp::Add; return 5;
+    case Tok::Minus: op = BinaryOp::Sub; return 5;
+    case Tok::Star: op = BinaryOp::Mul; return 6;
+    case Tok::Slash: op = BinaryOp::Div; return 6;
+    case Tok::Percent: op = BinaryOp::Rem; return 6;
+    default: return 0;
+    }
+  }
+
+  ExprPtr parseBinary(int minPrec, bool noGreater) {
+    ExprPtr lhs = parseUnary(noGreater);
+    while (true) {
+      BinaryOp op = BinaryOp::Add;
+      int p = precedence(cur().kind, noGreater, op);
+      if (p == 0 || p < minPrec) return lhs;
+      SourceLoc opLoc = take().loc;
+      ExprPtr rhs = parseBinary(p + 1, noGreater);
+      SourceLoc l = lhs->loc;
+      lhs = std::make_unique<BinaryExpr>(l, op, opLoc, std::move(lhs), std::move(rhs));
+    }
+  }
+
+  ExprPtr parseUnary(bool noGreater) {
+    if (at(Tok::Minus) || at(Tok::Bang)) {
+      DepthGuard g(*this);
+      Token t = take();
+      ExprPtr x = parseUnary(noGreater);
+      return std::make_unique<UnaryExpr>(t.loc, t.kind == Tok::Minus ? UnaryOp::Neg : UnaryOp::Not,
+                                         std::move(x));
+    }
+    return parsePrimary();
+  }
+
+  void parseCallArgs(CallExpr &c) {
+    expect(Tok::LParen);
+    if (accept(Tok::RParen)) return;
+    do c.args.push_back(parseExpr());
+    while (accept(Tok::Comma));
+    expect(Tok::RParen, "after the arguments of '" + c.callee + "'");
+  }
+
+  ExprPtr parsePrimary() {
+    Token t = cur();
+    switch (t.kind) {
+    case Tok::Int: take(); return std::make_unique<IntLitExpr>(t.loc, t.intValue);
+    case Tok::Float: take(); return std::make_unique<FloatLitExpr>(t.loc, t.floatValue);
+    case Tok::KwTrue:
+    case Tok::KwFalse: take(); return std::make_unique<BoolLitExpr>(t.loc, t.kind == Tok::KwTrue);
+    case Tok::LParen: {
+      take();
+      ExprPtr e = parseExpr();
+      expect(Tok::RParen, "to close '('");
+      return e;
+    }
+    case Tok::KwBlock: {
+      take();
+      expect(Tok::Dot, "after 'block' (block.x, block.y or block.z)");
+      Token m = cur();
+      int d = m.text == "x" ? 0 : m.text == "y" ? 1 : m.text == "z" ? 2 : -1;
+      if (m.kind != Tok::Ident || d < 0) fail(m.loc, "expected 'x', 'y' or 'z' after 'block.', found " + found());
+      take();
+      return std::make_unique<BlockIdxExpr>(t.loc, d);
+    }
+    case Tok::KwMin:
+    case Tok::KwMax:
+    case Tok::Ident: {
+      take();
+      if (at(Tok::LParen)) {
+        auto c = std::make_unique<CallExpr>(t.loc, t.text);
+        c->builtin = builtinFromName(t.text);
+        parseCallArgs(*c);
+        return c;
+      }
+      if (t.kind != Tok::Ident) fail(cur().loc, "expected '(' after '" + t.text + "'");
+      if (accept(Tok::LBracket)) {
+        auto e = std::make_unique<ElemExpr>(t.loc, t.text);
+        do e->indices.push_back(parseExpr());
+        while (accept(Tok::Comma));
+        expect(Tok::RBracket, "after the element indices");
+        return e;
+      }
+      if (at(Tok::Dot))
+        fail(cur().loc, "unexpected '.' after '" + t.text + "' (only block.x, block.y and block.z have members)");
+      return std::make_unique<NameExpr>(t.loc, t.text);
+    }
+    default: break;
+    }
+    fail(t.loc, "expected an expression, found " + found());
+  }
+
+  std::vector<Token> toks_;
+  std::vector<Diagnostic> &diags_;
+  size_t pos_ = 0;
+  int depth_ = 0;
+};
+
+}  // namespace
+
+ParseResult parseQla(const std::string &source, const std::string &filename) {
+  ParseResult r;
+  std::vector<Token> toks = lexQla(source, filename, r.diags);
+  if (!r.diags.empty()) return r;
+  Parser p(std::move(toks), r.diags);
+  try {
+    r.module = p.parseModule(filename);
+  } catch (const ParseAbort &) {
+    r.module.reset();
+  }
+  return r;
+}
+
+}  // namespace qla::fe

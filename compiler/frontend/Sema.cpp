@@ -1,0 +1,315 @@
+// Sema for modules and kernels: diagnostics and scopes, -D overrides and
+// specialization constants, arguments, launch shape, channel use, and the
+// checkQla entry point. Statements are in SemaStmt.cpp, expressions in
+// SemaExpr.cpp.
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+
+#include "Sema.h"
+#include "qla/frontend/Frontend.h"
+
+namespace qla::fe {
+
+std::string shapeString(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+void Sema::error(const SourceLoc &loc, const std::string &msg) {
+  diags_.push_back(Diagnostic{loc, msg});
+  ++errors_;
+}
+
+Decl *Sema::lookup(const std::string &name) const {
+  for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
+    auto f = it->find(name);
+    if (f != it->end()) return f->second;
+  }
+  return nullptr;
+}
+
+// Names may not shadow: one name means one thing anywhere in its scope.
+void Sema::declare(Decl *d) {
+  if (Decl *prev = lookup(d->name)) {
+    error(d->nameLoc, "redefinition of '" + d->name + "' (previously declared at line " +
+                          std::to_string(prev->nameLoc.line) + ", column " + std::to_string(prev->nameLoc.col) + ")");
+    return;
+  }
+  scopes_.back()[d->name] = d;
+}
+
+std::string Sema::describe(const Decl *d) {
+  switch (d->declKind) {
+  case DeclKind::Param: return "a specialization constant";
+  case DeclKind::TensorArg: return "a global tensor";
+  case DeclKind::ScalarArg: return "a scalar argument";
+  case DeclKind::Dim: return "a dim symbol";
+  case DeclKind::Let: return "a let value";
+  case DeclKind::LoopVar: return "a loop variable";
+  case DeclKind::Shared: return "a shared tile";
+  case DeclKind::Frag: return "a fragment";
+  case DeclKind::SlotBinding: return "a channel slot tile (shared)";
+  case DeclKind::Channel: return "a channel";
+  }
+  return "something else";
+}
+
+//===----------------------------------------------------------------------===//
+// Module, kernels, specialization constants
+//===----------------------------------------------------------------------===//
+
+bool Sema::run() {
+  for (size_t i = 0; i < module_.kernels.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (module_.kernels[i]->name == module_.kernels[j]->name)
+        error(module_.kernels[i]->nameLoc, "redefinition of kernel '" + module_.kernels[i]->name + "'");
+  collectDefines();
+  for (auto &k : module_.kernels) checkKernel(*k);
+  return errors_ == 0;
+}
+
+// Sorts the -D values per kernel: NAME applies to every kernel declaring NAME,
+// KERNEL.NAME to one kernel (and wins over NAME).
+bool Sema::collectDefines() {
+  SourceLoc fileLoc{module_.filename, 1, 1};
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const auto &[key, value] : defines_) {
+      size_t dot = key.find('.');
+      if ((dot != std::string::npos) != (pass == 1)) continue;
+      if (dot == std::string::npos) {
+        bool found = false;
+        for (auto &k : module_.kernels)
+          if (k->findParam(key)) {
+            overrides_[k.get()][key] = value;
+            found = true;
+          }
+        if (found) continue;
+        if (module_.kernels.size() == 1)
+          error(module_.kernels[0]->nameLoc,
+                "no specialization constant '" + key + "' in kernel '" + module_.kernels[0]->name + "'");
+        else
+          error(fileLoc, "no specialization constant '" + key + "' in any kernel of this file");
+        continue;
+      }
+      std::string kname = key.substr(0, dot), pname = key.substr(dot + 1);
+      KernelDecl *k = nullptr;
+      for (auto &kk : module_.kernels)
+        if (kk->name == kname) k = kk.get();
+      if (!k)
+        error(fileLoc, "no kernel '" + kname + "' for the define '" + key + "'");
+      else if (!k->findParam(pname))
+        error(k->nameLoc, "no specialization constant '" + pname + "' in kernel '" + kname + "'");
+      else
+        overrides_[k][pname] = value;
+    }
+  }
+  return true;
+}
+
+bool Sema::parseDefineValue(const std::string &raw, ScalarType type, ConstValue &out) {
+  size_t b = raw.find_first_not_of(" \t"), e = raw.find_last_not_of(" \t");
+  if (b == std::string::npos) return false;
+  std::string s = raw.substr(b, e - b + 1);
+  switch (type) {
+  case ScalarType::Bool:
+    if (s != "true" && s != "false") return false;
+    out = ConstValue::ofBool(s == "true");
+    return true;
+  case ScalarType::Int: {
+    size_t i = (s[0] == '-' || s[0] == '+') ? 1 : 0;
+    if (i == s.size()) return false;
+    for (size_t k = i; k < s.size(); ++k)
+      if (s[k] < '0' || s[k] > '9') return false;
+    errno = 0;
+    long long v = std::strtoll(s.c_str(), nullptr, 10);
+    if (errno == ERANGE) return false;
+    out = ConstValue::ofInt(v);
+    return true;
+  }
+  case ScalarType::Float: {
+    char *end = nullptr;
+    errno = 0;
+    double v = std::strtod(s.c_str(), &end);
+    if (end != s.c_str() + s.size() || errno == ERANGE || !std::isfinite(v)) return false;
+    // strtod also takes "0x1p3" and "infinity"; only decimal forms are floats here.
+    if (s.find_first_not_of("+-0123456789.eE") != std::string::npos) return false;
+    out = ConstValue::ofFloat(v);
+    return true;
+  }
+  case ScalarType::Unknown: break;
+  }
+  return false;
+}
+
+void Sema::checkParams(KernelDecl &k) {
+  const auto &ov = overrides_[&k];
+  for (auto &p : k.params) {
+    p->value = ConstValue();
+    p->overridden = false;
+    checkExpr(p->defaultExpr);
+    if (p->defaultExpr->type != ScalarType::Unknown) {
+      if (!p->defaultExpr->value)
+        requireConst(*p->defaultExpr, "the default of specialization constant '" + p->name + "'");
+      else
+        p->value = *p->defaultExpr->value;
+    }
+    auto it = ov.find(p->name);
+    if (it != ov.end() && p->value.type != ScalarType::Unknown) {
+      ConstValue v;
+      if (parseDefineValue(it->second, p->value.type, v)) {
+        p->value = v;
+        p->overridden = true;
+      } else {
+        error(p->nameLoc, "invalid value '" + it->second + "' for specialization constant '" + p->name +
+                              "' (expected " + (p->value.type == ScalarType::Int     ? "an int"
+                                                : p->value.type == ScalarType::Float ? "a float"
+                                                                                     : "true or false") +
+                              ")");
+      }
+    }
+    declare(p.get());  // later defaults may refer to it
+  }
+}
+
+void Sema::checkArgs(KernelDecl &k) {
+  for (auto &a : k.args) {
+    declare(a.get());
+    if (auto *t = as<TensorArgDecl>(a.get())) {
+      if (!dtypeFromName(t->dtypeName, t->dtype)) {
+        error(t->dtypeLoc, "unknown dtype '" + t->dtypeName + "' (expected bf16, f16, f32, i32 or i64)");
+        badDtype_.insert(static_cast<Decl *>(t));
+      }
+      for (auto &d : t->dims) {
+        if (d.sym && d.sym->nameLoc.line == d.loc.line && d.sym->nameLoc.col == d.loc.col) declare(d.sym);
+        if (!d.sym && d.literal <= 0) error(d.loc, "tensor dim must be positive, got " + std::to_string(d.literal));
+      }
+    } else if (auto *s = as<ScalarArgDecl>(a.get())) {
+      if (!dtypeFromName(s->dtypeName, s->dtype) || (s->dtype != DType::I32 && s->dtype != DType::F32)) {
+        error(s->dtypeLoc, "scalar argument '" + s->name + "' must be i32 or f32, got '" + s->dtypeName + "'");
+        badDtype_.insert(static_cast<Decl *>(s));
+      }
+    }
+  }
+}
+
+// Grid sizes reach the runtime as strings over dim symbols (KernelInfo::grid).
+void Sema::checkGridExpr(const Expr &e) {
+  if (e.value) return;  // folded: printed as a literal
+  switch (e.kind) {
+  case ExprKind::Name: {
+    auto &n = static_cast<const NameExpr &>(e);
+    if (n.decl && n.decl->declKind != DeclKind::Dim)
+      error(e.loc, "grid sizes may only use dim symbols and specialization constants; '" + n.name + "' is " +
+                       describe(n.decl));
+    return;
+  }
+  case ExprKind::Binary: {
+    auto &b = static_cast<const BinaryExpr &>(e);
+    if (b.op > BinaryOp::Rem) {
+      error(b.opLoc, std::string("operator '") + binaryOpStr(b.op) + "' is not allowed in a grid size (use + - * / %, cdiv, min, max)");
+      return;
+    }
+    checkGridExpr(*b.lhs);
+    checkGridExpr(*b.rhs);
+    return;
+  }
+  case ExprKind::Unary: checkGridExpr(*static_cast<const UnaryExpr &>(e).operand); return;
+  case ExprKind::Call: {
+    auto &c = static_cast<const CallExpr &>(e);
+    if (c.builtin != Builtin::Cdiv && c.builtin != Builtin::Min && c.builtin != Builtin::Max) {
+      error(e.loc, "'" + c.callee + "' is not allowed in a grid size (only cdiv, min and max)");
+      return;
+    }
+    for (auto &a : c.args) checkGridExpr(*a);
+    return;
+  }
+  case ExprKind::BlockIdx: error(e.loc, "block indices cannot be used in a grid size"); return;
+  case ExprKind::Select: error(static_cast<const SelectExpr &>(e).opLoc, "'?:' is not allowed in a grid size"); return;
+  default: error(e.loc, "this expression is not allowed in a grid size"); return;
+  }
+}
+
+void Sema::checkLaunch(KernelDecl &k) {
+  k.numThreads = k.numWarpgroups = 0;
+  if (auto t = constInt(k.threads, "the thread count")) {
+    if (*t <= 0 || *t % 128 != 0 || *t > 1024)
+      error(k.threads->loc, "threads must be a positive multiple of 128 (one warpgroup) and at most 1024, got " +
+                                std::to_string(*t));
+    else
+      k.numThreads = *t, k.numWarpgroups = *t / 128;
+  }
+  k.clusterDims = {1, 1, 1};
+  int64_t blocks = 1;
+  bool clusterOk = true;
+  for (size_t i = 0; i < k.cluster.size(); ++i) {
+    auto v = constInt(k.cluster[i], "a cluster size", /*positive=*/true);
+    if (!v) {
+      clusterOk = false;
+      continue;
+    }
+    k.clusterDims[i] = *v;
+    blocks = *v > 64 ? 1000 : blocks * *v;
+  }
+  if (clusterOk && blocks > 8)
+    error(k.clusterLoc, "a cluster of " + std::to_string(blocks) + " blocks is too large (at most 8)");
+  k.gridStrings = {"1", "1", "1"};
+  for (size_t i = 0; i < k.grid.size(); ++i) {
+    ExprPtr &g = k.grid[i];
+    size_t before = errors_;
+    checkIntExpr(g, "a grid size");
+    if (errors_ != before || g->type != ScalarType::Int) continue;
+    checkGridExpr(*g);
+    if (errors_ != before) continue;
+    if (g->value && g->value->i <= 0) {
+      error(g->loc, "a grid size must be positive, got " + std::to_string(g->value->i));
+      continue;
+    }
+    k.gridStrings[i] = gridExprString(*g);
+  }
+}
+
+void Sema::checkKernel(KernelDecl &k) {
+  kernel_ = &k;
+  k.roles.clear();
+  k.channels.clear();
+  ctx_ = Ctx();
+  scopes_.clear();
+  ScopeGuard kernelScope(*this);
+  checkParams(k);
+  checkArgs(k);
+  checkLaunch(k);
+
+  roleKernel_ = std::any_of(k.body.stmts.begin(), k.body.stmts.end(),
+                            [](const StmtPtr &s) { return s->kind == StmtKind::Role; });
+  {
+    ScopeGuard bodyScope(*this);
+    ctx_.topLevel = true;
+    for (auto &s : k.body.stmts) checkStmt(*s);
+    ctx_ = Ctx();
+  }
+  checkChannelUse(k);
+  kernel_ = nullptr;
+}
+
+//===----------------------------------------------------------------------===//
+// Entry points
+//===----------------------------------------------------------------------===//
+
+bool checkQla(Module &module, const std::map<std::string, std::string> &defines, std::vector<Diagnostic> &diags) {
+  return Sema(module, defines, diags).run();
+}
+
+std::unique_ptr<Module> parseAndCheckQla(const std::string &source, const std::string &filename,
+                                         const std::map<std::string, std::string> &defines,
+                                         std::vector<Diagnostic> &diags) {
+  ParseResult r = parseQla(source, filename);
+  diags.insert(diags.end(), r.diags.begin(), r.diags.end());
+  if (!r.module) return nullptr;
+  if (!checkQla(*r.module, defines, diags)) return nullptr;
+  return std::move(r.module);
+}
+
+}  // namespace qla::fe

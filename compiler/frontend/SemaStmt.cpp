@@ -1,0 +1,568 @@
+// Sema for statements: scoping, tiles, copies, gemms, fragment initialisers,
+// loops, parallel blocks, roles and channels. Errors are collected (not
+// fatal); a construct whose parts already failed is skipped quietly.
+#include <algorithm>
+
+#include "Sema.h"
+
+namespace qla::fe {
+
+//===----------------------------------------------------------------------===//
+// Statements
+//===----------------------------------------------------------------------===//
+
+void Sema::checkBlock(Block &b) {
+  ScopeGuard g(*this);
+  for (auto &s : b.stmts) checkStmt(*s);
+}
+
+// Where each statement may appear. Reported, then the statement is still
+// checked so that its declarations exist and later uses do not cascade.
+void Sema::checkStmtPlacement(Stmt &s) {
+  StmtKind k = s.kind;
+  if (ctx_.parallel) {
+    if (k != StmtKind::Let && k != StmtKind::ElemAssign)
+      return error(s.loc, "only 'let' and element assignments are allowed inside a parallel block");
+  } else if (ctx_.slot && ctx_.slot->isPut() && k != StmtKind::Copy) {
+    return error(s.loc, "only 'copy' statements are allowed inside 'put'");
+  }
+  if (k == StmtKind::Role && !ctx_.topLevel)
+    return error(s.loc, "'role' must be at the top level of the kernel body");
+  if (k == StmtKind::Channel && !ctx_.topLevel)
+    return error(s.loc, "'channel' must be at the top level of the kernel body, outside roles");
+  if (ctx_.topLevel && roleKernel_ && k != StmtKind::Let && k != StmtKind::Shared && k != StmtKind::Channel &&
+      k != StmtKind::Role)
+    return error(s.loc, "in a kernel with roles, only 'let', 'shared', 'channel' and 'role' may appear outside the roles");
+  if ((k == StmtKind::Put || k == StmtKind::Get) && !ctx_.role)
+    return error(s.loc, std::string("'") + (k == StmtKind::Put ? "put" : "get") + "' must be inside a role");
+  if (k == StmtKind::ElemAssign && !ctx_.parallel)
+    return error(s.loc, "element assignment outside a parallel block");
+}
+
+void Sema::checkStmt(Stmt &s) {
+  checkStmtPlacement(s);
+  switch (s.kind) {
+  case StmtKind::Let: return checkLet(static_cast<LetDecl &>(s));
+  case StmtKind::Shared: return checkShared(static_cast<SharedDecl &>(s));
+  case StmtKind::Frag: return checkFrag(static_cast<FragDecl &>(s));
+  case StmtKind::Copy: return checkCopy(static_cast<CopyStmt &>(s));
+  case StmtKind::Gemm: return checkGemm(static_cast<GemmStmt &>(s));
+  case StmtKind::FragAssign: return checkFragAssign(static_cast<FragAssignStmt &>(s));
+  case StmtKind::For: return checkFor(static_cast<ForStmt &>(s));
+  case StmtKind::Pipeline: return checkPipeline(static_cast<PipelineStmt &>(s));
+  case StmtKind::Parallel: return checkParallel(static_cast<ParallelStmt &>(s));
+  case StmtKind::ElemAssign: return checkElemAssign(static_cast<ElemAssignStmt &>(s));
+  case StmtKind::If: return checkIf(static_cast<IfStmt &>(s));
+  case StmtKind::Role: return checkRole(static_cast<RoleStmt &>(s));
+  case StmtKind::Channel: return checkChannel(static_cast<ChannelDecl &>(s));
+  case StmtKind::Put:
+  case StmtKind::Get: return checkSlot(static_cast<SlotStmt &>(s));
+  }
+}
+
+void Sema::checkLet(LetDecl &s) {
+  checkExpr(s.init);
+  if (s.init->type == ScalarType::Bool) {
+    error(s.init->loc, "a 'let' value must be int or float, got bool");
+    s.init->type = ScalarType::Unknown;
+  }
+  declare(&s);
+}
+
+// Sanity caps (far above what the hardware can use) so that later size
+// arithmetic and unrolling cannot blow up.
+constexpr int64_t kMaxTileElems = int64_t(1) << 24;
+constexpr int64_t kMaxBuffers = 64;      // pipeline stages, channel depth
+constexpr int64_t kMaxUnroll = 1024;     // iterations of an unrolled loop
+
+bool Sema::checkTileType(const std::string &dtypeName, const SourceLoc &dtypeLoc, DType &dtype,
+                         std::vector<ExprPtr> &extents, std::vector<int64_t> &shape, const char *what) {
+  bool ok = true;
+  if (!dtypeFromName(dtypeName, dtype)) {
+    error(dtypeLoc, "unknown dtype '" + dtypeName + "' (expected bf16, f16, f32, i32 or i64)");
+    ok = false;
+  }
+  std::vector<int64_t> sh;
+  for (auto &e : extents) {
+    auto v = constInt(e, "a tile extent", /*positive=*/true);
+    if (v) sh.push_back(*v);
+    else ok = false;
+  }
+  if (extents.size() > 2) {
+    error(extents[2]->loc, std::string("a ") + what + " must have rank 1 or 2, got " + std::to_string(extents.size()));
+    ok = false;
+  }
+  // A cap far above any shared-memory or register budget keeps later size
+  // arithmetic (elements x bytes, x stages) clear of overflow.
+  int64_t elems = 1;
+  for (int64_t v : sh) elems = v > kMaxTileElems ? kMaxTileElems + 1 : std::min(elems * v, kMaxTileElems + 1);
+  if (ok && elems > kMaxTileElems) {
+    error(extents[0]->loc, std::string("a ") + what + " may hold at most " + std::to_string(kMaxTileElems) +
+                               " elements, " + shapeString(sh) + " is too large");
+    ok = false;
+  }
+  shape.clear();
+  if (ok) shape = sh;
+  return ok;
+}
+
+void Sema::checkShared(SharedDecl &s) {
+  checkTileType(s.dtypeName, s.dtypeLoc, s.dtype, s.extents, s.shape, "shared tile");
+  if (!dtypeFromName(s.dtypeName, s.dtype)) badDtype_.insert(static_cast<Decl *>(&s));
+  declare(&s);
+}
+
+void Sema::checkFrag(FragDecl &s) {
+  checkTileType(s.dtypeName, s.dtypeLoc, s.dtype, s.extents, s.shape, "fragment");
+  if (!dtypeFromName(s.dtypeName, s.dtype)) badDtype_.insert(static_cast<Decl *>(&s));
+  s.role = ctx_.role;
+  checkFragInit(s, s.init);
+  declare(&s);
+}
+
+FragDecl *Sema::resolveFrag(const std::string &name, const SourceLoc &loc, const std::string &what) {
+  Decl *d = lookup(name);
+  if (!d) {
+    error(loc, "use of undeclared name '" + name + "'");
+    return nullptr;
+  }
+  auto *f = as<FragDecl>(d);
+  if (!f) error(loc, what + " '" + name + "' must be a fragment, but it is " + describe(d));
+  return f;
+}
+
+void Sema::convertForStore(ExprPtr &value, const FragDecl &frag) {
+  ScalarType t = value->type;
+  if (t == ScalarType::Unknown || badDtype_.count(static_cast<const Decl *>(&frag))) return;
+  ScalarType elem = elementScalarType(frag.dtype);
+  if (t == ScalarType::Bool) {
+    error(value->loc, "cannot store a bool in " + std::string(dtypeStr(frag.dtype)) + " fragment '" + frag.name + "'");
+  } else if (t == ScalarType::Float && elem == ScalarType::Int) {
+    error(value->loc, "cannot store a float in " + std::string(dtypeStr(frag.dtype)) + " fragment '" + frag.name +
+                          "' (convert with i32(...))");
+  } else {
+    convertTo(value, elem);
+  }
+}
+
+void Sema::checkFragInit(FragDecl &target, FragInit &fi) {
+  if (fi.kind == FragInit::Kind::None) return;
+  if (fi.kind == FragInit::Kind::Fill) {
+    checkExpr(fi.fill);
+    convertForStore(fi.fill, target);
+    return;
+  }
+  const char *what = fi.kind == FragInit::Kind::Reduce ? "the reduce source"
+                     : fi.kind == FragInit::Kind::Scan ? "the scan source" : "the cast source";
+  fi.source = resolveFrag(fi.sourceName, fi.sourceLoc, what);
+  if (!fi.source || fi.source->shape.empty() || target.shape.empty()) return;
+  const std::vector<int64_t> &src = fi.source->shape;
+  if (fi.kind == FragInit::Kind::Reduce) {
+    if (src.size() != 2)
+      return error(fi.sourceLoc, "reduce needs a 2-D source fragment, '" + fi.sourceName + "' has shape " + shapeString(src));
+    if (fi.dim != 0 && fi.dim != 1)
+      return error(fi.dimLoc, "reduce dim must be 0 or 1, got " + std::to_string(fi.dim));
+    std::vector<int64_t> want = {src[size_t(1 - fi.dim)]};
+    if (target.shape != want)
+      error(fi.loc, "reducing '" + fi.sourceName + "' " + shapeString(src) + " along dim " + std::to_string(fi.dim) +
+                        " gives shape " + shapeString(want) + ", but '" + target.name + "' has shape " +
+                        shapeString(target.shape));
+    return;
+  }
+  if (fi.kind == FragInit::Kind::Scan) {
+    if (!fi.dimGiven) fi.dim = int(src.size()) - 1;  // default: the last dim
+    if (fi.dim < 0 || fi.dim >= int(src.size()))
+      return error(fi.dimLoc, "scan dim must be " + std::string(src.size() == 1 ? "0" : "0 or 1") + " for '" +
+                                  fi.sourceName + "' of shape " + shapeString(src) + ", got " + std::to_string(fi.dim));
+  }
+  if (target.shape != src)
+    error(fi.loc, std::string(fi.kind == FragInit::Kind::Scan ? "scan" : "cast") + " keeps the shape: '" +
+                      fi.sourceName + "' has shape " + shapeString(src) + " but '" + target.name + "' has shape " +
+                      shapeString(target.shape));
+}
+
+void Sema::checkFragAssign(FragAssignStmt &s) {
+  Decl *d = lookup(s.target);
+  if (!d) return error(s.loc, "use of undeclared name '" + s.target + "'");
+  s.frag = as<FragDecl>(d);
+  if (!s.frag) {
+    if (d->declKind == DeclKind::Let)
+      return error(s.loc, "cannot assign to '" + s.target + "': a let value is immutable");
+    return error(s.loc, "cannot assign to '" + s.target + "': it is " + describe(d) + " (only fragments can be assigned)");
+  }
+  checkFragInit(*s.frag, s.init);
+}
+
+Sema::Side Sema::checkRef(TileRef &r) {
+  Decl *d = lookup(r.name);
+  if (!d) {
+    error(r.loc, "use of undeclared name '" + r.name + "'");
+    return Side::Bad;
+  }
+  r.decl = d;
+  if (!r.sliced) {
+    if (d->declKind == DeclKind::TensorArg) {
+      error(r.loc, "global tensor '" + r.name + "' must be sliced: " + r.name + "[start :+ extent, ...]");
+      return Side::Bad;
+    }
+    auto *t = as<TileDecl>(d);
+    if (!t) {
+      error(r.loc, "'" + r.name + "' is " + describe(d) + ", not a tile");
+      return Side::Bad;
+    }
+    if (t->shape.empty()) return Side::Bad;  // declaration already reported
+    return t->space() == MemSpace::Frag ? Side::Frag : Side::Shared;
+  }
+  auto *t = as<TensorArgDecl>(d);
+  if (!t) {
+    error(r.loc, "only global tensors can be sliced; '" + r.name + "' is " + describe(d));
+    return Side::Bad;
+  }
+  size_t before = errors_;
+  r.sliceShape.clear();
+  r.droppedDims.clear();
+  for (size_t i = 0; i < r.slices.size(); ++i) {
+    Slice &s = r.slices[i];
+    checkIntExpr(s.start, s.extent ? "a slice start" : "a slice index");
+    if (!s.extent) {
+      s.extentValue = 1;
+      r.droppedDims.push_back(int(i));
+      continue;
+    }
+    if (auto v = constInt(s.extent, "a slice extent", /*positive=*/true)) {
+      s.extentValue = *v;
+      r.sliceShape.push_back(*v);
+    }
+  }
+  if (r.slices.size() != t->dims.size()) {
+    error(r.loc, "tensor '" + r.name + "' has " + std::to_string(t->dims.size()) + " dim" +
+                     (t->dims.size() == 1 ? "" : "s") + " but the slice has " + std::to_string(r.slices.size()));
+    return Side::Bad;
+  }
+  return errors_ == before ? Side::Global : Side::Bad;
+}
+
+void Sema::checkCopy(CopyStmt &s) {
+  Side from = checkRef(s.src), to = checkRef(s.dst);
+  if (from == Side::Bad || to == Side::Bad) return;
+  if (from == Side::Global && to == Side::Global)
+    return error(s.loc, "cannot copy from a global tensor to a global tensor");
+  if (from == Side::Frag && to == Side::Frag)
+    return error(s.loc, "cannot copy a fragment to a fragment (use cast(...) to convert)");
+  if (from == Side::Shared && to == Side::Shared)
+    return error(s.loc, "cannot copy a shared tile to a shared tile");
+
+  if (ctx_.slot && ctx_.slot->isPut()) {
+    auto *b = as<SlotBindingDecl>(s.dst.decl);
+    if (from != Side::Global || !b || b->owner != ctx_.slot)
+      return error(s.loc, "inside 'put', copies must go from a global tensor into the slot's tiles");
+  }
+  if (auto *b = as<SlotBindingDecl>(s.dst.decl); b && !b->owner->isPut())
+    return error(s.dst.loc, "slot tile '" + b->name + "' is read-only inside 'get'");
+  if (to == Side::Global && !s.dst.tensor()->isOutput)
+    return error(s.dst.loc, "cannot write tensor '" + s.dst.name + "': it is not declared 'out'");
+
+  if (from == Side::Global || to == Side::Global) {
+    TileRef &g = from == Side::Global ? s.src : s.dst;
+    TileRef &t = from == Side::Global ? s.dst : s.src;
+    TileDecl *tile = t.tile();
+    if (g.sliceShape != tile->shape)
+      return error(g.loc, "slice shape " + shapeString(g.sliceShape) + " of '" + g.name + "' does not match shape " +
+                              shapeString(tile->shape) + " of tile '" + t.name + "'");
+    TensorArgDecl *tensor = g.tensor();
+    bool shared = tile->space() == MemSpace::Shared;
+    if (shared && tensor->dtype != tile->dtype && !badDtype_.count(static_cast<Decl *>(tensor)) &&
+        !badDtype_.count(static_cast<Decl *>(tile)))
+      return error(t.loc, std::string("copies between global and shared memory keep the dtype: '") + g.name +
+                              "' is " + dtypeStr(tensor->dtype) + " but '" + t.name + "' is " + dtypeStr(tile->dtype));
+    if (from == Side::Global)
+      s.copyKind = shared ? CopyKind::GlobalToShared : CopyKind::GlobalToFrag;
+    else
+      s.copyKind = shared ? CopyKind::SharedToGlobal : CopyKind::FragToGlobal;
+    return;
+  }
+  TileDecl *a = s.src.tile(), *b = s.dst.tile();
+  if (a->shape != b->shape)
+    return error(s.dst.loc, "shape " + shapeString(a->shape) + " of '" + s.src.name + "' does not match shape " +
+                                shapeString(b->shape) + " of '" + s.dst.name + "'");
+  s.copyKind = from == Side::Shared ? CopyKind::SharedToFrag : CopyKind::FragToShared;
+}
+
+TileDecl *Sema::resolveOperand(GemmOperand &o, const char *which) {
+  Decl *d = lookup(o.name);
+  if (!d) {
+    error(o.loc, "use of undeclared name '" + o.name + "'");
+    return nullptr;
+  }
+  auto *t = as<TileDecl>(d);
+  bool needShared = std::string(which) == "B";
+  if (!t || (needShared && t->space() != MemSpace::Shared)) {
+    error(o.loc, std::string("gemm operand ") + which + " '" + o.name + "' must be " +
+                     (needShared ? "a shared tile" : "a shared tile or a fragment") + ", but it is " + describe(d));
+    return nullptr;
+  }
+  o.decl = t;
+  if (t->shape.empty() || badDtype_.count(static_cast<Decl *>(t))) return nullptr;
+  if (t->dtype != DType::BF16 && t->dtype != DType::F16) {
+    error(o.loc, std::string("gemm operands must be bf16 or f16; '") + o.name + "' is " + dtypeStr(t->dtype));
+    return nullptr;
+  }
+  if (t->rank() != 2) {
+    error(o.loc, "gemm operand '" + o.name + "' must be 2-D, got shape " + shapeString(t->shape));
+    return nullptr;
+  }
+  if (t->space() == MemSpace::Frag && o.transposed) {
+    error(o.loc, "fragment operand '" + o.name + "' cannot be transposed");
+    return nullptr;
+  }
+  return t;
+}
+
+void Sema::checkGemm(GemmStmt &s) {
+  TileDecl *a = resolveOperand(s.a, "A");
+  TileDecl *b = resolveOperand(s.b, "B");
+  Decl *d = lookup(s.target);
+  if (!d) return error(s.loc, "use of undeclared name '" + s.target + "'");
+  s.c = as<FragDecl>(d);
+  if (!s.c) return error(s.loc, "gemm result '" + s.target + "' must be an f32 fragment, but it is " + describe(d));
+  if (s.c->shape.empty() || badDtype_.count(static_cast<Decl *>(s.c))) return;
+  if (s.c->dtype != DType::F32)
+    return error(s.loc, std::string("gemm result '") + s.target + "' must be an f32 fragment, got " + dtypeStr(s.c->dtype));
+  if (s.c->rank() != 2)
+    return error(s.loc, "gemm result '" + s.target + "' must be 2-D, got shape " + shapeString(s.c->shape));
+  if (!a || !b) return;
+  if (a->dtype != b->dtype)
+    return error(s.b.loc, std::string("gemm operands must have the same dtype: '") + s.a.name + "' is " +
+                              dtypeStr(a->dtype) + " but '" + s.b.name + "' is " + dtypeStr(b->dtype));
+  std::vector<int64_t> opA = a->shape, opB = b->shape;
+  if (s.a.transposed) std::swap(opA[0], opA[1]);
+  if (s.b.transposed) std::swap(opB[0], opB[1]);
+  if (opA[1] != opB[0] || s.c->shape != std::vector<int64_t>{opA[0], opB[1]})
+    return error(s.gemmLoc, "gemm shapes do not match: op(A) is " + shapeString(opA) + ", op(B) is " +
+                                shapeString(opB) + ", C is " + shapeString(s.c->shape) +
+                                " (need [M, K] x [K, N] -> [M, N])");
+  s.m = opA[0];
+  s.k = opA[1];
+  s.n = opB[1];
+}
+
+void Sema::checkLoopBounds(ExprPtr &lo, ExprPtr &hi, bool needConst) {
+  for (ExprPtr *e : {&lo, &hi}) {
+    size_t before = errors_;
+    checkIntExpr(*e, "a loop bound");
+    if (needConst && errors_ == before && (*e)->type == ScalarType::Int && !(*e)->value)
+      requireConst(**e, "an unrolled loop bound");
+  }
+}
+
+void Sema::checkFor(ForStmt &s) {
+  checkLoopBounds(s.lo, s.hi, s.unroll);
+  if (s.unroll && s.lo->value && s.hi->value && s.lo->type == ScalarType::Int && s.hi->type == ScalarType::Int) {
+    int64_t lo = s.lo->value->i, hi = s.hi->value->i, n = 0;
+    if (hi > lo && (__builtin_sub_overflow(hi, lo, &n) || n > kMaxUnroll))
+      error(s.loc, "an unrolled loop may run at most " + std::to_string(kMaxUnroll) + " iterations, " +
+                       std::to_string(lo) + " .. " + std::to_string(hi) + " is too many");
+  }
+  CtxGuard c(*this);
+  ScopeGuard g(*this);
+  declare(s.var.get());
+  checkBlock(s.body);
+}
+
+void Sema::checkPipeline(PipelineStmt &s) {
+  if (ctx_.pipeline) error(s.loc, "pipelines cannot be nested");
+  checkLoopBounds(s.lo, s.hi, false);
+  s.numStages = 0;
+  if (auto v = constInt(s.stages, "the number of pipeline stages")) {
+    if (*v < 1) error(s.stages->loc, "a pipeline needs at least 1 stage, got " + std::to_string(*v));
+    else if (*v > kMaxBuffers) error(s.stages->loc, "a pipeline may have at most " + std::to_string(kMaxBuffers) + " stages, got " + std::to_string(*v));
+    else s.numStages = *v;
+  }
+  CtxGuard c(*this);
+  ctx_.pipeline = &s;
+  ScopeGuard g(*this);
+  declare(s.var.get());
+  checkBlock(s.body);
+}
+
+void Sema::checkParallel(ParallelStmt &s) {
+  std::vector<int64_t> shape;
+  bool ok = true;
+  for (auto &e : s.extents) {
+    if (auto v = constInt(e, "a parallel extent", /*positive=*/true)) shape.push_back(*v);
+    else ok = false;
+  }
+  if (s.vars.size() != s.extents.size()) {
+    error(s.loc, "the parallel block has " + std::to_string(s.vars.size()) + " index variable" +
+                     (s.vars.size() == 1 ? "" : "s") + " but " + std::to_string(s.extents.size()) + " extent" +
+                     (s.extents.size() == 1 ? "" : "s"));
+    ok = false;
+  } else if (s.extents.size() > 2) {
+    error(s.extents[2]->loc, "a parallel block must have rank 1 or 2, got " + std::to_string(s.extents.size()));
+    ok = false;
+  }
+  s.shape.clear();
+  if (ok) s.shape = shape;
+  CtxGuard c(*this);
+  ctx_.parallel = &s;
+  ScopeGuard g(*this);
+  for (auto &v : s.vars) declare(v.get());
+  checkBlock(s.body);
+}
+
+void Sema::checkElemAssign(ElemAssignStmt &s) {
+  for (auto &i : s.indices) checkExpr(i);
+  checkExpr(s.value);
+  Decl *d = lookup(s.target);
+  if (!d) return error(s.loc, "use of undeclared name '" + s.target + "'");
+  s.frag = as<FragDecl>(d);
+  if (!s.frag) {
+    if (d->declKind == DeclKind::TensorArg)
+      return error(s.loc, "cannot assign elements of global tensor '" + s.target + "' (compute in a fragment and copy it out)");
+    return error(s.loc, "cannot assign elements of '" + s.target + "': it is " + describe(d) + ", not a fragment");
+  }
+  convertForStore(s.value, *s.frag);
+  ParallelStmt *p = ctx_.parallel;
+  if (!p || p->shape.empty() || s.frag->shape.empty()) return;
+  if (s.frag->shape.size() != p->shape.size())
+    return error(s.loc, "element assignment target '" + s.target + "' must have the parallel block's rank " +
+                            std::to_string(p->shape.size()) + ", but it has shape " + shapeString(s.frag->shape));
+  if (s.indices.size() != p->shape.size())
+    return error(s.loc, "fragment '" + s.target + "' has rank " + std::to_string(p->shape.size()) +
+                            " but is indexed with " + std::to_string(s.indices.size()) + " index" +
+                            (s.indices.size() == 1 ? "" : "es"));
+  for (size_t d = 0; d < s.indices.size(); ++d)
+    if (parallelDimOf(*s.indices[d]) != int(d)) {
+      if (s.indices[d]->type == ScalarType::Unknown) return;
+      return error(s.indices[d]->loc, "element assignment must index '" + s.target +
+                                          "' with the parallel index variables in order");
+    }
+  if (s.frag->shape != p->shape)
+    error(s.loc, "fragment '" + s.target + "' has shape " + shapeString(s.frag->shape) +
+                     " but the parallel block iterates over " + shapeString(p->shape));
+}
+
+void Sema::checkIf(IfStmt &s) {
+  checkExpr(s.cond);
+  if (s.cond->type != ScalarType::Unknown && s.cond->type != ScalarType::Bool)
+    error(s.cond->loc, std::string("a condition must be bool, got ") + scalarTypeName(s.cond->type));
+  CtxGuard c(*this);
+  checkBlock(s.thenBlock);
+  if (s.elseBlock) checkBlock(*s.elseBlock);
+}
+
+void Sema::checkRole(RoleStmt &s) {
+  KernelDecl &k = *kernel_;
+  for (RoleStmt *r : k.roles)
+    if (r->name == s.name) error(s.nameLoc, "redefinition of role '" + s.name + "'");
+  bool rangeOk = true;
+  if (s.wgFirst > s.wgLast) {
+    error(s.wgLastLoc, "empty warpgroup range " + std::to_string(s.wgFirst) + " .. " + std::to_string(s.wgLast));
+    rangeOk = false;
+  } else if (k.numWarpgroups > 0 && s.wgLast >= k.numWarpgroups) {
+    error(s.wgFirst >= k.numWarpgroups ? s.wgFirstLoc : s.wgLastLoc,
+          "warpgroup " + std::to_string(s.wgFirst >= k.numWarpgroups ? s.wgFirst : s.wgLast) +
+              " is out of range: threads(" + std::to_string(k.numThreads) + ") has warpgroups 0 .. " +
+              std::to_string(k.numWarpgroups - 1));
+    rangeOk = false;
+  }
+  if (rangeOk)
+    for (RoleStmt *r : k.roles)
+      if (s.wgFirst <= r->wgLast && r->wgFirst <= s.wgLast) {
+        error(s.nameLoc, "role '" + s.name + "' overlaps role '" + r->name + "' (both use warpgroup " +
+                             std::to_string(std::max(s.wgFirst, r->wgFirst)) + ")");
+        break;
+      }
+  // setmaxnreg takes a multiple of 8 in [24, 256].
+  if (s.regsLoc.line != 0 && (s.regs < 24 || s.regs > 256 || s.regs % 8 != 0))
+    error(s.regsLoc, "regs must be a multiple of 8 between 24 and 256, got " + std::to_string(s.regs));
+  s.index = int(k.roles.size());
+  k.roles.push_back(&s);
+  CtxGuard c(*this);
+  ctx_.role = &s;
+  checkBlock(s.body);
+}
+
+void Sema::checkChannel(ChannelDecl &s) {
+  for (size_t i = 0; i < s.fields.size(); ++i) {
+    ChannelField &f = s.fields[i];
+    for (size_t j = 0; j < i; ++j)
+      if (s.fields[j].name == f.name) error(f.loc, "duplicate slot field '" + f.name + "' in channel '" + s.name + "'");
+    checkTileType(f.dtypeName, f.dtypeLoc, f.dtype, f.extents, f.shape, "channel slot tile");
+  }
+  s.depthValue = 0;
+  if (auto v = constInt(s.depth, "a channel depth")) {
+    if (*v < 1) error(s.depth->loc, "a channel needs a depth of at least 1, got " + std::to_string(*v));
+    else if (*v > kMaxBuffers) error(s.depth->loc, "a channel may have a depth of at most " + std::to_string(kMaxBuffers) + ", got " + std::to_string(*v));
+    else s.depthValue = *v;
+  }
+  s.producer = s.consumer = nullptr;
+  s.puts.clear();
+  s.gets.clear();
+  s.index = int(kernel_->channels.size());
+  kernel_->channels.push_back(&s);
+  declare(&s);
+}
+
+void Sema::checkSlot(SlotStmt &s) {
+  const char *kw = s.isPut() ? "put" : "get";
+  s.role = ctx_.role;
+  Decl *d = lookup(s.channelName);
+  ChannelDecl *ch = nullptr;
+  if (!d)
+    error(s.channelLoc, "use of undeclared name '" + s.channelName + "'");
+  else if (!(ch = as<ChannelDecl>(d)))
+    error(s.channelLoc, "'" + s.channelName + "' is " + describe(d) + ", not a channel");
+  s.channel = ch;
+  if (ch) {
+    if (s.bindings.size() != ch->fields.size())
+      error(s.channelLoc, "channel '" + ch->name + "' has " + std::to_string(ch->fields.size()) + " tile" +
+                              (ch->fields.size() == 1 ? "" : "s") + " per slot but '" + kw + "' binds " +
+                              std::to_string(s.bindings.size()) + " name" + (s.bindings.size() == 1 ? "" : "s"));
+    RoleStmt *&mine = s.isPut() ? ch->producer : ch->consumer;
+    RoleStmt *other = s.isPut() ? ch->consumer : ch->producer;
+    if (s.role) {
+      if (mine && mine != s.role)
+        error(s.loc, "channel '" + ch->name + "' already has its " + kw + "s in role '" + mine->name +
+                         "'; all " + kw + "s of a channel must be in one role");
+      else if (other == s.role)
+        error(s.loc, "channel '" + ch->name + "' is used by 'put' and 'get' in the same role '" + s.role->name +
+                         "'; the producer and the consumer must be different roles");
+      else
+        mine = s.role;
+    }
+    (s.isPut() ? ch->puts : ch->gets).push_back(&s);
+  }
+  CtxGuard c(*this);
+  ctx_.slot = &s;
+  ScopeGuard g(*this);
+  for (size_t i = 0; i < s.bindings.size(); ++i) {
+    SlotBindingDecl &b = *s.bindings[i];
+    b.channel = ch;
+    b.field = int(i);
+    b.shape.clear();
+    if (ch && i < ch->fields.size()) {
+      const ChannelField &f = ch->fields[i];
+      b.dtypeName = f.dtypeName;
+      b.dtypeLoc = f.dtypeLoc;
+      b.dtype = f.dtype;
+      b.shape = f.shape;
+      if (!dtypeFromName(f.dtypeName, b.dtype)) badDtype_.insert(static_cast<Decl *>(&b));
+    }
+    declare(&b);
+  }
+  checkBlock(s.body);
+}
+
+void Sema::checkChannelUse(KernelDecl &k) {
+  for (ChannelDecl *ch : k.channels) {
+    if (ch->puts.empty() && ch->gets.empty())
+      error(ch->nameLoc, "channel '" + ch->name + "' is never used (it needs a 'put' in one role and a 'get' in another)");
+    else if (ch->puts.empty())
+      error(ch->nameLoc, "channel '" + ch->name + "' has a 'get' but no 'put'");
+    else if (ch->gets.empty())
+      error(ch->nameLoc, "channel '" + ch->name + "' has a 'put' but no 'get'");
+  }
+}
+
+}  // namespace qla::fe

@@ -1,0 +1,37 @@
+// The compiler driver: .qla source → qla IR → passes → CUDA C++ (+ KernelInfo).
+// No MLIR types in this header: tools, the JIT API and the GDN operators use it.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "qla/runtime/KernelInfo.h"
+
+namespace qla {
+
+struct CompileOptions {
+  std::map<std::string, std::string> defines;  // specialization constants (-D NAME=VALUE)
+  std::string kernel;            // which kernel of the file; empty: the file's only kernel
+  bool printIrAfterAll = false;  // print the IR after every pass to stderr
+};
+
+struct CompiledKernel {
+  std::string tileIr;     // the qla dialect as the front end built it
+  std::string loweredIr;  // after the pass pipeline (qlanv level)
+  std::string cuda;       // the NVRTC translation unit
+  KernelInfo info;
+};
+
+// Returns false and fills `diagnostics` ("file:line:col: error: ...", one per
+// entry) on any error in the source or the compilation.
+bool compileQla(const std::string &source, const std::string &filename, const CompileOptions &options,
+                CompiledKernel &out, std::vector<std::string> &diagnostics);
+
+// Kernel names in a file (parse only), for tools.
+bool listKernels(const std::string &source, const std::string &filename, std::vector<std::string> &names,
+                 std::vector<std::string> &diagnostics);
+
+const char *qlaVersion();  // e.g. "0.1.0"
+
+}  // namespace qla

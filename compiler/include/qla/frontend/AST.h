@@ -1,0 +1,665 @@
+// The QLA abstract syntax tree: what the parser builds and sema checks/annotates.
+//
+// Ownership: every node is owned by its parent through std::unique_ptr (or by
+// value); cross references (a name to its declaration, a put to its channel,
+// ...) are plain non-owning pointers set by sema (checkQla).
+//
+// Walking: Expr, Stmt and Decl each carry a kind tag. Switch on it, or use
+// fe::is<T>(p) / fe::as<T>(p) (null when p is not a T). Every concrete node has
+// `static bool classof(const Base *)`, so llvm::isa / llvm::dyn_cast work too.
+// Declaring statements (let, shared, frag, channel) are both a Stmt and a Decl
+// (multiple inheritance): a NameExpr's `decl` points at the Decl sub-object;
+// fe::as<FragDecl>(decl) gets the full node back.
+//
+// Invariants after a successful checkQla (see docs/language.md for the rules):
+//  * every Expr has `type` != Unknown; compile-time-constant subtrees have
+//    `value` set (ints are int64, floats double);
+//  * implicit int->float promotions are explicit ConvertExpr nodes, so the two
+//    operands of a BinaryExpr, the branches of a SelectExpr, the arguments of
+//    min/max and of the float math builtins all have the type the operation
+//    computes in; fill values and element-assignment values already have the
+//    element type of their fragment (elementScalarType(dtype));
+//  * every name is resolved (NameExpr::decl, TileRef::decl, GemmOperand::decl,
+//    FragInit::source, ElemExpr::frag, ElemAssignStmt::frag, ...);
+//  * every compile-time quantity is folded into an int64 field: tile shapes,
+//    slice extents, pipeline stages, channel depth, threads, cluster, gemm
+//    M/N/K, parallel extents, and the value of every specialization constant.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "qla/runtime/KernelInfo.h"  // qla::DType, shared with the runtime
+
+namespace qla::fe {
+
+using qla::DType;
+
+//===----------------------------------------------------------------------===//
+// Locations and diagnostics
+//===----------------------------------------------------------------------===//
+
+// 1-based line and column (a tab counts as one column) of a token's first char.
+struct SourceLoc {
+  std::string file;
+  int line = 0;
+  int col = 0;
+  std::string str() const;  // "file:line:col"
+};
+
+struct Diagnostic {
+  SourceLoc loc;
+  std::string message;
+  std::string str() const;  // "file:line:col: error: message"
+};
+
+//===----------------------------------------------------------------------===//
+// Types and constants
+//===----------------------------------------------------------------------===//
+
+// The type of a scalar expression. Int is i32 at run time (index for
+// addressing); constants are folded in int64.
+enum class ScalarType : uint8_t { Unknown, Int, Float, Bool };
+const char *scalarTypeName(ScalarType t);  // "int", "float", "bool", "?"
+
+const char *dtypeStr(DType t);                             // "bf16", "f16", "f32", "i32", "i64"
+bool dtypeFromName(const std::string &name, DType &out);  // inverse of dtypeStr
+// The scalar type of one element of a tile: Float for bf16/f16/f32, Int for i32/i64.
+ScalarType elementScalarType(DType t);
+
+// A folded compile-time value; exactly the member named by `type` is meaningful.
+struct ConstValue {
+  ScalarType type = ScalarType::Unknown;
+  int64_t i = 0;
+  double f = 0;
+  bool b = false;
+  static ConstValue ofInt(int64_t v);
+  static ConstValue ofFloat(double v);
+  static ConstValue ofBool(bool v);
+  double asDouble() const { return type == ScalarType::Int ? double(i) : f; }
+  std::string str() const;  // "128", "1e-06", "true"
+};
+
+struct Decl;
+struct Stmt;
+struct FragDecl;
+struct TileDecl;
+struct ParamDecl;
+struct DimDecl;
+struct TensorArgDecl;
+struct ScalarArgDecl;
+struct LetDecl;
+struct LoopVarDecl;
+struct SharedDecl;
+struct SlotBindingDecl;
+struct ChannelDecl;
+struct RoleStmt;
+struct SlotStmt;
+struct ParallelStmt;
+
+//===----------------------------------------------------------------------===//
+// Expressions
+//===----------------------------------------------------------------------===//
+
+enum class ExprKind : uint8_t {
+  IntLit, FloatLit, BoolLit, Name, BlockIdx, Unary, Binary, Select, Call, Elem, Convert
+};
+
+struct Expr {
+  ExprKind kind;
+  SourceLoc loc;                    // first token of the expression
+  ScalarType type = ScalarType::Unknown;  // set by sema
+  std::optional<ConstValue> value;  // set by sema when the whole subtree is constant
+
+  virtual ~Expr() = default;
+  bool isConst() const { return value.has_value(); }
+  int64_t constInt() const { return value->i; }  // only when isConst() and type == Int
+
+ protected:
+  Expr(ExprKind k, SourceLoc l) : kind(k), loc(std::move(l)) {}
+};
+using ExprPtr = std::unique_ptr<Expr>;
+
+struct IntLitExpr : Expr {
+  int64_t literal;
+  IntLitExpr(SourceLoc l, int64_t v) : Expr(ExprKind::IntLit, std::move(l)), literal(v) {}
+  static bool classof(const Expr *e) { return e->kind == ExprKind::IntLit; }
+};
+
+struct FloatLitExpr : Expr {
+  double literal;
+  FloatLitExpr(SourceLoc l, double v) : Expr(ExprKind::FloatLit, std::move(l)), literal(v) {}
+  static bool classof(const Expr *e) { return e->kind == ExprKind::FloatLit; }
+};
+
+struct BoolLitExpr : Expr {
+  bool literal;
+  BoolLitExpr(SourceLoc l, bool v) : Expr(ExprKind::BoolLit, std::move(l)), literal(v) {}
+  static bool classof(const Expr *e) { return e->kind == ExprKind::BoolLit; }
+};
+
+// A scalar name: ParamDecl (constant), DimDecl, ScalarArgDecl, LetDecl or
+// LoopVarDecl (for/pipeline/parallel index). Sema rejects any other decl here.
+struct NameExpr : Expr {
+  std::string name;
+  Decl *decl = nullptr;  // set by sema
+  NameExpr(SourceLoc l, std::string n) : Expr(ExprKind::Name, std::move(l)), name(std::move(n)) {}
+  static bool classof(const Expr *e) { return e->kind == ExprKind::Name; }
+};
+
+// block.x / block.y / block.z: the block (CTA) index, an int.
+struct BlockIdxExpr : Expr {
+  int dim;  // 0 = x, 1 = y, 2 = z
+  BlockIdxExpr(SourceLoc l, int d) : Expr(ExprKind::BlockIdx, std::move(l)), dim(d) {}
+  static bool classof(const Expr *e) { return e->kind == ExprKind::BlockIdx; }
+};
+
+enum class UnaryOp : uint8_t { Neg, Not };
+struct UnaryExpr : Expr {
+  UnaryOp op;
+  SourceLoc opLoc;
+  ExprPtr operand;
+  UnaryExpr(SourceLoc l, UnaryOp o, ExprPtr x)
+      : Expr(ExprKind::Unary, l), op(o), opLoc(l), operand(std::move(x)) {}
+  static bool classof(const Expr *e) { return e->kind == ExprKind::Unary; }
+};
+
+// Div on ints truncates toward zero, Rem has the sign of the dividend (as in C).
+enum class BinaryOp : uint8_t { Add, Sub, Mul, Div, Rem, Lt, Le, Gt, Ge, Eq, Ne, And, Or };
+const char *binaryOpStr(BinaryOp op);  // "+", "<=", "&&", ...
+
+struct BinaryExpr : Expr {
+  BinaryOp op;
+  SourceLoc opLoc;  // the operator token (type errors point here)
+  ExprPtr lhs, rhs;
+  BinaryExpr(SourceLoc l, BinaryOp o, SourceLoc ol, ExprPtr a, ExprPtr b)
+      : Expr(ExprKind::Binary, std::move(l)), op(o), opLoc(std::move(ol)), lhs(std::move(a)),
+        rhs(std::move(b)) {}
+  static bool classof(const Expr *e) { return e->kind == ExprKind::Binary; }
+};
+
+// cond ? a : b
+struct SelectExpr : Expr {
+  SourceLoc opLoc;  // the '?'
+  ExprPtr cond, thenExpr, elseExpr;
+  SelectExpr(SourceLoc l, SourceLoc ol, ExprPtr c, ExprPtr t, ExprPtr e)
+      : Expr(ExprKind::Select, std::move(l)), opLoc(std::move(ol)), cond(std::move(c)),
+        thenExpr(std::move(t)), elseExpr(std::move(e)) {}
+  static bool classof(const Expr *e) { return e->kind == ExprKind::Select; }
+};
+
+// Builtin functions. ToF32 / ToI32 are the conversions f32(x) / i32(x)
+// (i32 of a float truncates toward zero). Cdiv rounds toward +infinity.
+enum class Builtin : uint8_t {
+  Unknown, Cdiv, Min, Max, Exp, Exp2, Log, Log2, Sqrt, Rsqrt, Sigmoid, Abs, ToF32, ToI32
+};
+const char *builtinName(Builtin b);
+Builtin builtinFromName(const std::string &name);  // Unknown if none
+
+struct CallExpr : Expr {
+  std::string callee;
+  Builtin builtin = Builtin::Unknown;  // set by the parser from the name
+  std::vector<ExprPtr> args;
+  CallExpr(SourceLoc l, std::string c) : Expr(ExprKind::Call, std::move(l)), callee(std::move(c)) {}
+  static bool classof(const Expr *e) { return e->kind == ExprKind::Call; }
+};
+
+// An element read `x[i, j]` of a fragment; only inside a parallel block, and
+// every index is one of the block's index variables (a NameExpr whose decl is
+// a LoopVarDecl of that ParallelStmt).
+struct ElemExpr : Expr {
+  std::string name;
+  FragDecl *frag = nullptr;  // set by sema
+  std::vector<ExprPtr> indices;
+  // Set by sema: for each fragment dim d, the parallel dim it is indexed by.
+  // Same rank: {0} or {0, 1}. A 1-D fragment in a 2-D block is a row vector
+  // broadcast ({0}: v[i]) or a column vector broadcast ({1}: w[j]).
+  std::vector<int> parallelDims;
+  ElemExpr(SourceLoc l, std::string n) : Expr(ExprKind::Elem, std::move(l)), name(std::move(n)) {}
+  static bool classof(const Expr *e) { return e->kind == ExprKind::Elem; }
+};
+
+// An implicit int -> float conversion inserted by sema (never by the parser).
+// `type` is the target type (always Float today).
+struct ConvertExpr : Expr {
+  ExprPtr operand;
+  ConvertExpr(SourceLoc l, ExprPtr x) : Expr(ExprKind::Convert, std::move(l)), operand(std::move(x)) {}
+  static bool classof(const Expr *e) { return e->kind == ExprKind::Convert; }
+};
+
+//===----------------------------------------------------------------------===//
+// Declarations (things a name can refer to)
+//===----------------------------------------------------------------------===//
+
+enum class DeclKind : uint8_t {
+  Param,        // ParamDecl: specialization constant
+  TensorArg,    // TensorArgDecl: global tensor argument
+  ScalarArg,    // ScalarArgDecl: runtime scalar argument
+  Dim,          // DimDecl: symbolic tensor dim (a runtime int)
+  Let,          // LetDecl (also a Stmt)
+  LoopVar,      // LoopVarDecl: index of for / pipeline / parallel
+  Shared,       // SharedDecl (also a Stmt)
+  Frag,         // FragDecl (also a Stmt)
+  SlotBinding,  // SlotBindingDecl: a tile of a channel slot bound by put/get
+  Channel,      // ChannelDecl (also a Stmt)
+};
+
+struct Decl {
+  DeclKind declKind;
+  std::string name;
+  SourceLoc nameLoc;
+  virtual ~Decl() = default;
+
+ protected:
+  Decl(DeclKind k, std::string n, SourceLoc l)
+      : declKind(k), name(std::move(n)), nameLoc(std::move(l)) {}
+};
+
+struct ParamDecl : Decl {
+  int index = 0;            // position in KernelDecl::params
+  ExprPtr defaultExpr;      // checked and folded by sema
+  ConstValue value;         // set by sema: the default, or the -D override
+  bool overridden = false;  // value came from a -D define
+  ParamDecl(std::string n, SourceLoc l) : Decl(DeclKind::Param, std::move(n), std::move(l)) {}
+  static bool classof(const Decl *d) { return d->declKind == DeclKind::Param; }
+};
+
+// A symbolic dim (`M` in `A: bf16[M, K]`); all tensors naming it share the size.
+// Created by the parser, one per distinct name, in first-seen order.
+struct DimDecl : Decl {
+  int index = 0;  // position in KernelDecl::dims (== KernelInfo::dimSymbols order)
+  DimDecl(std::string n, SourceLoc l) : Decl(DeclKind::Dim, std::move(n), std::move(l)) {}
+  static bool classof(const Decl *d) { return d->declKind == DeclKind::Dim; }
+};
+
+// One dim of a tensor argument: symbolic (sym != null) or a literal size.
+struct TensorDim {
+  SourceLoc loc;
+  DimDecl *sym = nullptr;
+  int64_t literal = 0;  // when sym == null
+  bool isSymbolic() const { return sym != nullptr; }
+};
+
+struct TensorArgDecl : Decl {
+  int argIndex = 0;     // position in KernelDecl::args
+  int tensorIndex = 0;  // position in KernelDecl::tensors
+  std::string dtypeName;
+  SourceLoc dtypeLoc;
+  DType dtype = DType::F32;  // set by sema from dtypeName
+  bool isOutput = false;     // declared `out`: the kernel may write it
+  std::vector<TensorDim> dims;  // outermost first
+  TensorArgDecl(std::string n, SourceLoc l) : Decl(DeclKind::TensorArg, std::move(n), std::move(l)) {}
+  int rank() const { return int(dims.size()); }
+  static bool classof(const Decl *d) { return d->declKind == DeclKind::TensorArg; }
+};
+
+struct ScalarArgDecl : Decl {
+  int argIndex = 0;     // position in KernelDecl::args
+  int scalarIndex = 0;  // position in KernelDecl::scalars
+  std::string dtypeName;
+  SourceLoc dtypeLoc;
+  DType dtype = DType::F32;  // I32 or F32 (sema)
+  ScalarArgDecl(std::string n, SourceLoc l) : Decl(DeclKind::ScalarArg, std::move(n), std::move(l)) {}
+  ScalarType type() const { return dtype == DType::I32 ? ScalarType::Int : ScalarType::Float; }
+  static bool classof(const Decl *d) { return d->declKind == DeclKind::ScalarArg; }
+};
+
+// Index variable of a for / pipeline (owner is that stmt, parallelDim = -1) or
+// of a parallel block (owner is the ParallelStmt, parallelDim = its position).
+struct LoopVarDecl : Decl {
+  Stmt *owner = nullptr;
+  int parallelDim = -1;
+  LoopVarDecl(std::string n, SourceLoc l) : Decl(DeclKind::LoopVar, std::move(n), std::move(l)) {}
+  static bool classof(const Decl *d) { return d->declKind == DeclKind::LoopVar; }
+};
+
+// Where a tile lives. Channel slot tiles (SlotBindingDecl) are Shared.
+enum class MemSpace : uint8_t { Shared, Frag };
+
+// Common view of every tile: SharedDecl, FragDecl and SlotBindingDecl.
+struct TileDecl : Decl {
+  std::string dtypeName;
+  SourceLoc dtypeLoc;
+  DType dtype = DType::F32;     // set by sema
+  std::vector<int64_t> shape;   // set by sema (empty when the declaration had errors)
+  MemSpace space() const { return declKind == DeclKind::Frag ? MemSpace::Frag : MemSpace::Shared; }
+  int rank() const { return int(shape.size()); }
+  static bool classof(const Decl *d) {
+    return d->declKind == DeclKind::Shared || d->declKind == DeclKind::Frag ||
+           d->declKind == DeclKind::SlotBinding;
+  }
+
+ protected:
+  TileDecl(DeclKind k, std::string n, SourceLoc l) : Decl(k, std::move(n), std::move(l)) {}
+};
+
+//===----------------------------------------------------------------------===//
+// Statements
+//===----------------------------------------------------------------------===//
+
+enum class StmtKind : uint8_t {
+  Let, Shared, Frag, Copy, Gemm, FragAssign, For, Pipeline, Parallel, ElemAssign, If,
+  Role, Channel, Put, Get
+};
+
+struct Stmt {
+  StmtKind kind;
+  SourceLoc loc;  // the statement's first token
+  virtual ~Stmt() = default;
+
+ protected:
+  Stmt(StmtKind k, SourceLoc l) : kind(k), loc(std::move(l)) {}
+};
+using StmtPtr = std::unique_ptr<Stmt>;
+
+struct Block {
+  SourceLoc loc;  // the '{'
+  std::vector<StmtPtr> stmts;
+};
+
+// let NAME = init   (immutable int or float; constant when init is)
+struct LetDecl : Stmt, Decl {
+  ExprPtr init;
+  LetDecl(SourceLoc l, std::string n, SourceLoc nl)
+      : Stmt(StmtKind::Let, std::move(l)), Decl(DeclKind::Let, std::move(n), std::move(nl)) {}
+  static bool classof(const Stmt *s) { return s->kind == StmtKind::Let; }
+  static bool classof(const Decl *d) { return d->declKind == DeclKind::Let; }
+};
+
+// shared NAME : DTYPE [extents]
+struct SharedDecl : Stmt, TileDecl {
+  std::vector<ExprPtr> extents;  // constant; folded into TileDecl::shape
+  SharedDecl(SourceLoc l, std::string n, SourceLoc nl)
+      : Stmt(StmtKind::Shared, std::move(l)), TileDecl(DeclKind::Shared, std::move(n), std::move(nl)) {}
+  static bool classof(const Stmt *s) { return s->kind == StmtKind::Shared; }
+  static bool classof(const Decl *d) { return d->declKind == DeclKind::Shared; }
+};
+
+enum class RedOp : uint8_t { Add, Max, Min };
+const char *redOpStr(RedOp op);  // "+", "max", "min"
+
+// Right-hand side of a fragment initialisation / assignment.
+struct FragInit {
+  enum class Kind : uint8_t { None, Fill, Reduce, Scan, Cast };
+  Kind kind = Kind::None;  // None: a frag declaration without '='
+  SourceLoc loc;           // the fill expression, or the reduce/scan/cast keyword
+  ExprPtr fill;            // Fill: the scalar (converted to the element type)
+  RedOp op = RedOp::Add;   // Reduce, Scan
+  std::string sourceName;  // Reduce, Scan, Cast: the source fragment
+  SourceLoc sourceLoc;
+  FragDecl *source = nullptr;  // set by sema
+  int dim = -1;            // Reduce: the reduced dim; Scan: the scanned dim (sema fills the default)
+  SourceLoc dimLoc;
+  bool dimGiven = false;   // `dim =` written in the source
+};
+
+// frag NAME : DTYPE [extents] [= init]
+struct FragDecl : Stmt, TileDecl {
+  std::vector<ExprPtr> extents;  // constant; folded into TileDecl::shape
+  FragInit init;
+  RoleStmt *role = nullptr;      // the role it is declared in (null: kernel without roles)
+  FragDecl(SourceLoc l, std::string n, SourceLoc nl)
+      : Stmt(StmtKind::Frag, std::move(l)), TileDecl(DeclKind::Frag, std::move(n), std::move(nl)) {}
+  static bool classof(const Stmt *s) { return s->kind == StmtKind::Frag; }
+  static bool classof(const Decl *d) { return d->declKind == DeclKind::Frag; }
+};
+
+// One slice component of a global-tensor reference: `start :+ extent` or a
+// single index `start` (that dim is dropped from the tile shape).
+struct Slice {
+  SourceLoc loc;
+  ExprPtr start;             // int
+  ExprPtr extent;            // null for a single index
+  int64_t extentValue = 1;   // folded extent (1 for a single index)
+  bool isIndex() const { return extent == nullptr; }
+};
+
+// An operand of copy: a whole tile (`a`) or a slice of a global tensor (`A[...]`).
+struct TileRef {
+  SourceLoc loc;  // the name
+  std::string name;
+  bool sliced = false;
+  std::vector<Slice> slices;
+  Decl *decl = nullptr;  // set by sema: TensorArgDecl when sliced, else a TileDecl
+  // Set by sema for slices: the tile shape (extents of the non-dropped dims, in
+  // order) and the tensor dims indexed by a single index.
+  std::vector<int64_t> sliceShape;
+  std::vector<int> droppedDims;
+  TensorArgDecl *tensor() const;  // null unless sliced
+  TileDecl *tile() const;         // null when sliced
+};
+
+enum class CopyKind : uint8_t {
+  GlobalToShared, GlobalToFrag, SharedToFrag, FragToShared, FragToGlobal, SharedToGlobal
+};
+const char *copyKindStr(CopyKind k);
+
+// copy SRC -> DST. Conversions happen when a fragment is involved (the dtypes
+// may differ); global<->shared copies have equal dtypes.
+struct CopyStmt : Stmt {
+  TileRef src, dst;
+  CopyKind copyKind = CopyKind::GlobalToShared;  // set by sema
+  CopyStmt(SourceLoc l) : Stmt(StmtKind::Copy, std::move(l)) {}
+  static bool classof(const Stmt *s) { return s->kind == StmtKind::Copy; }
+};
+
+struct GemmOperand {
+  SourceLoc loc;
+  std::string name;
+  bool transposed = false;  // written NAME^T
+  TileDecl *decl = nullptr; // set by sema
+};
+
+// C = gemm(A, B) or C += gemm(A, B):  C (+)= op(A) · op(B)
+struct GemmStmt : Stmt {
+  std::string target;
+  SourceLoc gemmLoc;       // the `gemm` keyword (shape errors point here)
+  FragDecl *c = nullptr;   // set by sema: an f32 fragment
+  bool accumulate = false; // +=
+  GemmOperand a, b;        // a: shared tile or fragment; b: shared tile
+  int64_t m = 0, n = 0, k = 0;  // set by sema: op(A) is [m,k], op(B) [k,n], C [m,n]
+  GemmStmt(SourceLoc l) : Stmt(StmtKind::Gemm, std::move(l)) {}
+  static bool classof(const Stmt *s) { return s->kind == StmtKind::Gemm; }
+};
+
+// NAME = fill | reduce(...) | scan(...) | cast(...)   on an existing fragment
+struct FragAssignStmt : Stmt {
+  std::string target;
+  FragDecl *frag = nullptr;  // set by sema
+  FragInit init;
+  FragAssignStmt(SourceLoc l) : Stmt(StmtKind::FragAssign, std::move(l)) {}
+  static bool classof(const Stmt *s) { return s->kind == StmtKind::FragAssign; }
+};
+
+// for VAR in lo .. hi [unroll] { body }   (half-open, step 1)
+struct ForStmt : Stmt {
+  std::unique_ptr<LoopVarDecl> var;
+  ExprPtr lo, hi;       // ints; constant (value set) when `unroll`
+  bool unroll = false;
+  Block body;
+  ForStmt(SourceLoc l) : Stmt(StmtKind::For, std::move(l)) {}
+  static bool classof(const Stmt *s) { return s->kind == StmtKind::For; }
+};
+
+// pipeline VAR in lo .. hi stages(S) { body }
+struct PipelineStmt : Stmt {
+  std::unique_ptr<LoopVarDecl> var;
+  ExprPtr lo, hi;
+  ExprPtr stages;
+  int64_t numStages = 0;  // set by sema (>= 1)
+  Block body;
+  PipelineStmt(SourceLoc l) : Stmt(StmtKind::Pipeline, std::move(l)) {}
+  static bool classof(const Stmt *s) { return s->kind == StmtKind::Pipeline; }
+};
+
+// for (i, j) in parallel(E0, E1) { lets and element assignments }
+struct ParallelStmt : Stmt {
+  std::vector<std::unique_ptr<LoopVarDecl>> vars;  // one per dim
+  std::vector<ExprPtr> extents;
+  std::vector<int64_t> shape;  // set by sema
+  Block body;
+  ParallelStmt(SourceLoc l) : Stmt(StmtKind::Parallel, std::move(l)) {}
+  static bool classof(const Stmt *s) { return s->kind == StmtKind::Parallel; }
+};
+
+enum class AssignOp : uint8_t { Set, Add, Sub, Mul };  // = += -= *=
+const char *assignOpStr(AssignOp op);
+
+// NAME[i, j] op= value  inside a parallel block; the indices are the block's
+// index variables in order and the fragment's shape is the block's shape.
+struct ElemAssignStmt : Stmt {
+  std::string target;
+  FragDecl *frag = nullptr;  // set by sema
+  std::vector<ExprPtr> indices;
+  AssignOp op = AssignOp::Set;
+  SourceLoc opLoc;
+  ExprPtr value;  // converted to the fragment's element type
+  ElemAssignStmt(SourceLoc l) : Stmt(StmtKind::ElemAssign, std::move(l)) {}
+  static bool classof(const Stmt *s) { return s->kind == StmtKind::ElemAssign; }
+};
+
+// if cond { } [else { }]; `else if` is an else block holding one IfStmt.
+struct IfStmt : Stmt {
+  ExprPtr cond;  // bool
+  Block thenBlock;
+  std::unique_ptr<Block> elseBlock;  // null when absent
+  IfStmt(SourceLoc l) : Stmt(StmtKind::If, std::move(l)) {}
+  static bool classof(const Stmt *s) { return s->kind == StmtKind::If; }
+};
+
+// role NAME: warpgroup(s) FIRST[..LAST] [, regs R] { body }  (top level only)
+struct RoleStmt : Stmt {
+  std::string name;
+  SourceLoc nameLoc;
+  int64_t wgFirst = 0, wgLast = 0;  // inclusive
+  SourceLoc wgFirstLoc, wgLastLoc;
+  int64_t regs = 0;                 // 0: not given (compiler's choice)
+  SourceLoc regsLoc;
+  Block body;
+  int index = 0;  // set by sema: position in KernelDecl::roles
+  RoleStmt(SourceLoc l) : Stmt(StmtKind::Role, std::move(l)) {}
+  int64_t numWarpgroups() const { return wgLast - wgFirst + 1; }
+  static bool classof(const Stmt *s) { return s->kind == StmtKind::Role; }
+};
+
+// One tile of a channel slot: NAME : DTYPE [extents]  (shared memory)
+struct ChannelField {
+  SourceLoc loc;
+  std::string name;
+  std::string dtypeName;
+  SourceLoc dtypeLoc;
+  DType dtype = DType::F32;      // set by sema
+  std::vector<ExprPtr> extents;
+  std::vector<int64_t> shape;    // set by sema
+};
+
+// channel NAME : { fields } depth(D)   (top level only, outside roles)
+struct ChannelDecl : Stmt, Decl {
+  std::vector<ChannelField> fields;
+  ExprPtr depth;
+  int64_t depthValue = 0;  // set by sema (>= 1)
+  // Set by sema: the one producer role (all puts) and the one consumer role
+  // (all gets), and the put / get statements in source order.
+  RoleStmt *producer = nullptr, *consumer = nullptr;
+  std::vector<SlotStmt *> puts, gets;
+  int index = 0;  // position in KernelDecl::channels
+  ChannelDecl(SourceLoc l, std::string n, SourceLoc nl)
+      : Stmt(StmtKind::Channel, std::move(l)), Decl(DeclKind::Channel, std::move(n), std::move(nl)) {}
+  static bool classof(const Stmt *s) { return s->kind == StmtKind::Channel; }
+  static bool classof(const Decl *d) { return d->declKind == DeclKind::Channel; }
+};
+
+// A name bound by put/get to tile `field` of the current slot (shared memory).
+struct SlotBindingDecl : TileDecl {
+  SlotStmt *owner = nullptr;      // the put / get
+  ChannelDecl *channel = nullptr; // set by sema
+  int field = 0;                  // position in channel->fields (== binding position)
+  SlotBindingDecl(std::string n, SourceLoc l) : TileDecl(DeclKind::SlotBinding, std::move(n), std::move(l)) {}
+  static bool classof(const Decl *d) { return d->declKind == DeclKind::SlotBinding; }
+};
+
+// put CH -> (names) { copies }   (kind Put)
+// get CH -> (names) { body }     (kind Get)
+struct SlotStmt : Stmt {
+  std::string channelName;
+  SourceLoc channelLoc;
+  ChannelDecl *channel = nullptr;  // set by sema
+  std::vector<std::unique_ptr<SlotBindingDecl>> bindings;  // in slot-field order
+  Block body;
+  RoleStmt *role = nullptr;        // set by sema: the enclosing role
+  SlotStmt(StmtKind k, SourceLoc l) : Stmt(k, std::move(l)) {}
+  bool isPut() const { return kind == StmtKind::Put; }
+  static bool classof(const Stmt *s) { return s->kind == StmtKind::Put || s->kind == StmtKind::Get; }
+};
+
+//===----------------------------------------------------------------------===//
+// Kernels and modules
+//===----------------------------------------------------------------------===//
+
+struct KernelDecl {
+  SourceLoc loc;  // the `kernel` keyword
+  std::string name;
+  SourceLoc nameLoc;
+  std::vector<std::unique_ptr<ParamDecl>> params;  // specialization constants, in order
+  std::vector<std::unique_ptr<Decl>> args;         // TensorArgDecl / ScalarArgDecl, in order
+  std::vector<TensorArgDecl *> tensors;            // the tensor args, in order
+  std::vector<ScalarArgDecl *> scalars;            // the scalar args, in order
+  std::vector<std::unique_ptr<DimDecl>> dims;      // dim symbols, first-seen order
+  std::vector<ExprPtr> grid;                       // 1..3 int exprs over dims and params
+  ExprPtr threads;
+  std::vector<ExprPtr> cluster;                    // 0..3 constant exprs
+  SourceLoc clusterLoc;
+  Block body;
+
+  // Set by sema.
+  int64_t numThreads = 0;                    // multiple of 128, <= 1024
+  int64_t numWarpgroups = 0;                 // numThreads / 128
+  std::array<int64_t, 3> clusterDims = {1, 1, 1};
+  std::array<std::string, 3> gridStrings = {"1", "1", "1"};  // gridExprString of each grid expr
+  std::vector<RoleStmt *> roles;             // top-level roles, in order (empty: no warp specialization)
+  std::vector<ChannelDecl *> channels;       // in order
+
+  const ParamDecl *findParam(const std::string &n) const;
+};
+
+struct Module {
+  std::string filename;
+  std::vector<std::unique_ptr<KernelDecl>> kernels;
+  const KernelDecl *findKernel(const std::string &n) const;
+};
+
+//===----------------------------------------------------------------------===//
+// Casting helpers (usable on Expr*, Stmt* and Decl*)
+//===----------------------------------------------------------------------===//
+
+template <typename T, typename B>
+bool is(const B *p) {
+  return p && T::classof(p);
+}
+template <typename T, typename B>
+T *as(B *p) {
+  return is<T>(p) ? static_cast<T *>(p) : nullptr;
+}
+template <typename T, typename B>
+const T *as(const B *p) {
+  return is<T>(p) ? static_cast<const T *>(p) : nullptr;
+}
+
+//===----------------------------------------------------------------------===//
+// Printing
+//===----------------------------------------------------------------------===//
+
+// Indented debug dump of the whole tree, with sema annotations where present.
+std::string dumpAst(const Module &m);
+// Source-like, fully parenthesised rendering of an expression (debugging).
+std::string exprString(const Expr &e);
+// A grid expression after sema, as the runtime's evalGridExpr reads it: dim
+// symbols, integer literals, + - * / %, unary -, parentheses, cdiv/min/max;
+// constants (specialization constants included) are folded, e.g. "cdiv(N, 256)".
+std::string gridExprString(const Expr &e);
+
+}  // namespace qla::fe

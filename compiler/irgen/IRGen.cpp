@@ -1,0 +1,479 @@
+// AST → qla IR. Scalars are `index` (ints), `f32` (floats) or `i1` (bools);
+// tiles are buffers (alloc_shared / alloc_frag) that statements read and write.
+#include "compiler/irgen/IRGen.h"
+
+#include "dialects/qla/IR/QlaDialect.h"
+#include "llvm/ADT/DenseMap.h"
+#include "mlir/IR/Builders.h"
+
+using namespace mlir;
+using namespace mlir::qla;
+namespace fe = ::qla::fe;
+
+namespace qla::compiler {
+namespace {
+
+class IRGen {
+ public:
+  IRGen(MLIRContext *ctx, std::string file) : ctx_(ctx), b_(ctx), file_(std::move(file)) {}
+
+  LogicalResult build(const fe::KernelDecl &k, ModuleOp module);
+
+ private:
+  MLIRContext *ctx_;
+  OpBuilder b_;
+  std::string file_;
+  llvm::DenseMap<const fe::Decl *, Value> values_;
+  const fe::ParallelStmt *parallel_ = nullptr;  // the enclosing parallel block
+  Block *parallelBlock_ = nullptr;
+  bool failed_ = false;
+
+  Location loc(const fe::SourceLoc &l) {
+    return FileLineColLoc::get(ctx_, l.file.empty() ? file_ : l.file, l.line, l.col);
+  }
+  void error(const fe::SourceLoc &l, const Twine &msg) {
+    emitError(loc(l)) << msg;
+    failed_ = true;
+  }
+  Type dtype(DType t) {
+    switch (t) {
+      case DType::BF16: return b_.getBF16Type();
+      case DType::F16: return b_.getF16Type();
+      case DType::F32: return b_.getF32Type();
+      case DType::I32: return b_.getI32Type();
+      case DType::I64: return b_.getI64Type();
+    }
+    return b_.getF32Type();
+  }
+  Type scalarType(fe::ScalarType t) {
+    switch (t) {
+      case fe::ScalarType::Int: return b_.getIndexType();
+      case fe::ScalarType::Float: return b_.getF32Type();
+      default: return b_.getI1Type();
+    }
+  }
+  Value constant(const fe::ConstValue &v, Location l) {
+    switch (v.type) {
+      case fe::ScalarType::Int: return b_.create<arith::ConstantIndexOp>(l, v.i);
+      case fe::ScalarType::Float: return b_.create<arith::ConstantOp>(l, b_.getF32FloatAttr((float)v.f));
+      default: return b_.create<arith::ConstantIntOp>(l, b_.getI1Type(), v.b ? 1 : 0);
+    }
+  }
+  Value lookup(const fe::Decl *d, const fe::SourceLoc &at) {
+    auto it = values_.find(d);
+    if (it == values_.end()) {
+      error(at, "internal: '" + (d ? d->name : std::string("?")) + "' has no value here");
+      return {};
+    }
+    return it->second;
+  }
+  Value toF32(Value v, Location l) {
+    if (v.getType().isF32()) return v;
+    Value i = b_.create<arith::IndexCastOp>(l, b_.getI32Type(), v);
+    return b_.create<arith::SIToFPOp>(l, b_.getF32Type(), i);
+  }
+
+  Value genExpr(const fe::Expr &e);
+  Value genCall(const fe::CallExpr &c);
+  void genBlock(const fe::Block &blk);
+  void genStmt(const fe::Stmt &s);
+  void genFragInit(Value frag, const fe::FragInit &init, const fe::SourceLoc &at);
+  void genCopy(const fe::CopyStmt &c);
+  SmallVector<Value> sliceStarts(const fe::TileRef &r);
+  Type tileType(const fe::TileDecl &t);
+};
+
+Type IRGen::tileType(const fe::TileDecl &t) {
+  if (t.space() == fe::MemSpace::Frag)
+    return FragType::get(ctx_, t.shape, dtype(t.dtype), FragType::Unassigned, 0);
+  return SharedType::get(ctx_, t.shape, dtype(t.dtype), 0);
+}
+
+Value IRGen::genExpr(const fe::Expr &e) {
+  Location l = loc(e.loc);
+  if (e.isConst() && e.kind != fe::ExprKind::Elem) return constant(*e.value, l);
+  switch (e.kind) {
+    case fe::ExprKind::Name: {
+      auto &n = static_cast<const fe::NameExpr &>(e);
+      if (auto p = fe::as<fe::ParamDecl>(n.decl)) return constant(p->value, l);
+      return lookup(n.decl, e.loc);
+    }
+    case fe::ExprKind::BlockIdx:
+      return b_.create<BlockIdOp>(l, b_.getIndexType(), b_.getI32IntegerAttr(static_cast<const fe::BlockIdxExpr &>(e).dim));
+    case fe::ExprKind::Unary: {
+      auto &u = static_cast<const fe::UnaryExpr &>(e);
+      Value x = genExpr(*u.operand);
+      if (!x) return {};
+      if (u.op == fe::UnaryOp::Not)
+        return b_.create<arith::XOrIOp>(l, x, b_.create<arith::ConstantIntOp>(l, b_.getI1Type(), 1));
+      if (x.getType().isF32()) return b_.create<arith::NegFOp>(l, x);
+      return b_.create<arith::SubIOp>(l, b_.create<arith::ConstantIndexOp>(l, 0), x);
+    }
+    case fe::ExprKind::Binary: {
+      auto &bin = static_cast<const fe::BinaryExpr &>(e);
+      Value a = genExpr(*bin.lhs), c = genExpr(*bin.rhs);
+      if (!a || !c) return {};
+      bool f = a.getType().isF32();
+      using B = fe::BinaryOp;
+      switch (bin.op) {
+        case B::Add: return f ? (Value)b_.create<arith::AddFOp>(l, a, c) : b_.create<arith::AddIOp>(l, a, c);
+        case B::Sub: return f ? (Value)b_.create<arith::SubFOp>(l, a, c) : b_.create<arith::SubIOp>(l, a, c);
+        case B::Mul: return f ? (Value)b_.create<arith::MulFOp>(l, a, c) : b_.create<arith::MulIOp>(l, a, c);
+        case B::Div: return f ? (Value)b_.create<arith::DivFOp>(l, a, c) : b_.create<arith::DivSIOp>(l, a, c);
+        case B::Rem: return b_.create<arith::RemSIOp>(l, a, c);
+        case B::And: return b_.create<arith::AndIOp>(l, a, c);
+        case B::Or: return b_.create<arith::OrIOp>(l, a, c);
+        default: break;
+      }
+      if (f) {
+        using P = arith::CmpFPredicate;
+        P p = bin.op == B::Lt ? P::OLT : bin.op == B::Le ? P::OLE : bin.op == B::Gt ? P::OGT
+            : bin.op == B::Ge ? P::OGE : bin.op == B::Eq ? P::OEQ : P::UNE;
+        return b_.create<arith::CmpFOp>(l, p, a, c);
+      }
+      using P = arith::CmpIPredicate;
+      P p = bin.op == B::Lt ? P::slt : bin.op == B::Le ? P::sle : bin.op == B::Gt ? P::sgt
+          : bin.op == B::Ge ? P::sge : bin.op == B::Eq ? P::eq : P::ne;
+      return b_.create<arith::CmpIOp>(l, p, a, c);
+    }
+    case fe::ExprKind::Select: {
+      auto &s = static_cast<const fe::SelectExpr &>(e);
+      Value c = genExpr(*s.cond), t = genExpr(*s.thenExpr), f = genExpr(*s.elseExpr);
+      if (!c || !t || !f) return {};
+      return b_.create<arith::SelectOp>(l, c, t, f);
+    }
+    case fe::ExprKind::Call: return genCall(static_cast<const fe::CallExpr &>(e));
+    case fe::ExprKind::Convert: {
+      Value x = genExpr(*static_cast<const fe::ConvertExpr &>(e).operand);
+      return x ? toF32(x, l) : Value();
+    }
+    case fe::ExprKind::Elem: {
+      auto &el = static_cast<const fe::ElemExpr &>(e);
+      Value frag = lookup(el.frag, e.loc);
+      if (!frag || !parallelBlock_) return {};
+      SmallVector<Value> idx;
+      for (int d : el.parallelDims) idx.push_back(parallelBlock_->getArgument(d));
+      return b_.create<ElemReadOp>(l, dtype(el.frag->dtype), frag, idx);
+    }
+    default: break;
+  }
+  error(e.loc, "internal: unexpected expression");
+  return {};
+}
+
+Value IRGen::genCall(const fe::CallExpr &c) {
+  Location l = loc(c.loc);
+  SmallVector<Value> a;
+  for (auto &arg : c.args) {
+    a.push_back(genExpr(*arg));
+    if (!a.back()) return {};
+  }
+  using BI = fe::Builtin;
+  bool f = !a.empty() && a[0].getType().isF32();
+  switch (c.builtin) {
+    case BI::Cdiv: return b_.create<arith::CeilDivSIOp>(l, a[0], a[1]);
+    case BI::Min: return f ? (Value)b_.create<arith::MinimumFOp>(l, a[0], a[1]) : b_.create<arith::MinSIOp>(l, a[0], a[1]);
+    case BI::Max: return f ? (Value)b_.create<arith::MaximumFOp>(l, a[0], a[1]) : b_.create<arith::MaxSIOp>(l, a[0], a[1]);
+    case BI::Exp: return b_.create<math::ExpOp>(l, a[0]);
+    case BI::Exp2: return b_.create<math::Exp2Op>(l, a[0]);
+    case BI::Log: return b_.create<math::LogOp>(l, a[0]);
+    case BI::Log2: return b_.create<math::Log2Op>(l, a[0]);
+    case BI::Sqrt: return b_.create<math::SqrtOp>(l, a[0]);
+    case BI::Rsqrt: return b_.create<math::RsqrtOp>(l, a[0]);
+    case BI::Sigmoid: {
+      Value one = b_.create<arith::ConstantOp>(l, b_.getF32FloatAttr(1.0f));
+      Value e = b_.create<math::ExpOp>(l, b_.create<arith::NegFOp>(l, a[0]));
+      return b_.create<arith::DivFOp>(l, one, b_.create<arith::AddFOp>(l, one, e));
+    }
+    case BI::Abs:
+      if (f) return b_.create<math::AbsFOp>(l, a[0]);
+      return b_.create<arith::MaxSIOp>(l, a[0], b_.create<arith::SubIOp>(l, b_.create<arith::ConstantIndexOp>(l, 0), a[0]));
+    case BI::ToF32: return toF32(a[0], l);
+    case BI::ToI32:
+      if (!f) return a[0];
+      return b_.create<arith::IndexCastOp>(l, b_.getIndexType(), b_.create<arith::FPToSIOp>(l, b_.getI32Type(), a[0]));
+    default: break;
+  }
+  error(c.loc, "unknown function '" + c.callee + "'");
+  return {};
+}
+
+SmallVector<Value> IRGen::sliceStarts(const fe::TileRef &r) {
+  SmallVector<Value> starts;
+  for (auto &s : r.slices) starts.push_back(genExpr(*s.start));
+  return starts;
+}
+
+void IRGen::genCopy(const fe::CopyStmt &c) {
+  Location l = loc(c.loc);
+  using K = fe::CopyKind;
+  switch (c.copyKind) {
+    case K::GlobalToShared:
+    case K::GlobalToFrag: {
+      Value g = lookup(c.src.tensor(), c.src.loc), t = lookup(c.dst.tile(), c.dst.loc);
+      SmallVector<Value> off = sliceStarts(c.src);
+      if (!g || !t || llvm::any_of(off, [](Value v) { return !v; })) return;
+      SmallVector<int64_t> dropped(c.src.droppedDims.begin(), c.src.droppedDims.end());
+      b_.create<LoadOp>(l, g, off, t, b_.getDenseI64ArrayAttr(dropped));
+      return;
+    }
+    case K::FragToGlobal:
+    case K::SharedToGlobal: {
+      Value t = lookup(c.src.tile(), c.src.loc), g = lookup(c.dst.tensor(), c.dst.loc);
+      SmallVector<Value> off = sliceStarts(c.dst);
+      if (!g || !t || llvm::any_of(off, [](Value v) { return !v; })) return;
+      SmallVector<int64_t> dropped(c.dst.droppedDims.begin(), c.dst.droppedDims.end());
+      b_.create<StoreOp>(l, t, g, off, b_.getDenseI64ArrayAttr(dropped));
+      return;
+    }
+    case K::SharedToFrag:
+    case K::FragToShared: {
+      Value s = lookup(c.src.tile(), c.src.loc), d = lookup(c.dst.tile(), c.dst.loc);
+      if (s && d) b_.create<CopyOp>(l, s, d);
+      return;
+    }
+  }
+}
+
+void IRGen::genFragInit(Value frag, const fe::FragInit &init, const fe::SourceLoc &at) {
+  Location l = loc(init.loc.line ? init.loc : at);
+  using K = fe::FragInit::Kind;
+  static const ReduceKind kinds[] = {ReduceKind::add, ReduceKind::max, ReduceKind::min};
+  switch (init.kind) {
+    case K::None: return;
+    case K::Fill: {
+      Value v = genExpr(*init.fill);
+      if (v) b_.create<FillOp>(l, frag, v);
+      return;
+    }
+    case K::Reduce:
+    case K::Scan:
+    case K::Cast: {
+      Value src = lookup(init.source, init.sourceLoc);
+      if (!src) return;
+      if (init.kind == K::Cast) b_.create<CastOp>(l, src, frag);
+      else if (init.kind == K::Reduce)
+        b_.create<ReduceOp>(l, ReduceKindAttr::get(ctx_, kinds[(int)init.op]), src, frag, b_.getI64IntegerAttr(init.dim));
+      else
+        b_.create<ScanOp>(l, ReduceKindAttr::get(ctx_, kinds[(int)init.op]), src, frag, b_.getI64IntegerAttr(init.dim));
+      return;
+    }
+  }
+}
+
+void IRGen::genBlock(const fe::Block &blk) {
+  for (auto &s : blk.stmts) {
+    genStmt(*s);
+    if (failed_) return;
+  }
+}
+
+void IRGen::genStmt(const fe::Stmt &s) {
+  Location l = loc(s.loc);
+  using SK = fe::StmtKind;
+  switch (s.kind) {
+    case SK::Let: {
+      auto &let = static_cast<const fe::LetDecl &>(s);
+      Value v = genExpr(*let.init);
+      if (v) values_[static_cast<const fe::Decl *>(&let)] = v;
+      return;
+    }
+    case SK::Shared: {
+      auto &sh = static_cast<const fe::SharedDecl &>(s);
+      auto op = b_.create<AllocSharedOp>(l, tileType(sh), b_.getI64IntegerAttr(1), IntegerAttr());
+      values_[static_cast<const fe::Decl *>(&sh)] = op;
+      return;
+    }
+    case SK::Frag: {
+      auto &fr = static_cast<const fe::FragDecl &>(s);
+      Value v = b_.create<AllocFragOp>(l, tileType(fr));
+      values_[static_cast<const fe::Decl *>(&fr)] = v;
+      genFragInit(v, fr.init, s.loc);
+      return;
+    }
+    case SK::FragAssign: {
+      auto &fa = static_cast<const fe::FragAssignStmt &>(s);
+      Value v = lookup(fa.frag, s.loc);
+      if (v) genFragInit(v, fa.init, s.loc);
+      return;
+    }
+    case SK::Copy: return genCopy(static_cast<const fe::CopyStmt &>(s));
+    case SK::Gemm: {
+      auto &g = static_cast<const fe::GemmStmt &>(s);
+      Value a = lookup(g.a.decl, g.a.loc), bb = lookup(g.b.decl, g.b.loc), c = lookup(g.c, s.loc);
+      if (!a || !bb || !c) return;
+      auto op = b_.create<GemmOp>(loc(g.gemmLoc), a, bb, c);
+      if (g.a.transposed) op.setTransA(true);
+      if (g.b.transposed) op.setTransB(true);
+      if (g.accumulate) op.setAccumulate(true);
+      return;
+    }
+    case SK::For: {
+      auto &f = static_cast<const fe::ForStmt &>(s);
+      Value lo = genExpr(*f.lo), hi = genExpr(*f.hi);
+      if (!lo || !hi) return;
+      Value one = b_.create<arith::ConstantIndexOp>(l, 1);
+      auto loop = b_.create<scf::ForOp>(l, lo, hi, one);
+      if (f.unroll) loop->setAttr("qla.unroll", b_.getUnitAttr());
+      values_[f.var.get()] = loop.getInductionVar();
+      OpBuilder::InsertionGuard guard(b_);
+      b_.setInsertionPoint(loop.getBody()->getTerminator());
+      genBlock(f.body);
+      return;
+    }
+    case SK::Pipeline: {
+      auto &p = static_cast<const fe::PipelineStmt &>(s);
+      Value lo = genExpr(*p.lo), hi = genExpr(*p.hi);
+      if (!lo || !hi) return;
+      auto op = b_.create<PipelineOp>(l, lo, hi, b_.getI64IntegerAttr(p.numStages));
+      OpBuilder::InsertionGuard guard(b_);
+      Block *body = b_.createBlock(&op.getBody(), {}, {b_.getIndexType()}, {l});
+      values_[p.var.get()] = body->getArgument(0);
+      b_.setInsertionPointToEnd(body);
+      genBlock(p.body);
+      b_.create<YieldOp>(l);
+      return;
+    }
+    case SK::Parallel: {
+      auto &p = static_cast<const fe::ParallelStmt &>(s);
+      auto op = b_.create<ParallelOp>(l, b_.getDenseI64ArrayAttr(p.shape));
+      SmallVector<Type> types(p.shape.size(), b_.getIndexType());
+      SmallVector<Location> locs(p.shape.size(), l);
+      OpBuilder::InsertionGuard guard(b_);
+      Block *body = b_.createBlock(&op.getBody(), {}, types, locs);
+      for (auto [i, v] : llvm::enumerate(p.vars)) values_[v.get()] = body->getArgument(i);
+      auto savedPar = parallel_;
+      auto savedBlk = parallelBlock_;
+      parallel_ = &p;
+      parallelBlock_ = body;
+      b_.setInsertionPointToEnd(body);
+      genBlock(p.body);
+      b_.create<YieldOp>(l);
+      parallel_ = savedPar;
+      parallelBlock_ = savedBlk;
+      return;
+    }
+    case SK::ElemAssign: {
+      auto &ea = static_cast<const fe::ElemAssignStmt &>(s);
+      Value frag = lookup(ea.frag, s.loc);
+      Value v = genExpr(*ea.value);
+      if (!frag || !v || !parallelBlock_) return;
+      SmallVector<Value> idx(parallelBlock_->getArguments().begin(), parallelBlock_->getArguments().end());
+      if (ea.op != fe::AssignOp::Set) {
+        Value old = b_.create<ElemReadOp>(l, v.getType(), frag, idx);
+        if (ea.op == fe::AssignOp::Add) v = b_.create<arith::AddFOp>(l, old, v);
+        else if (ea.op == fe::AssignOp::Sub) v = b_.create<arith::SubFOp>(l, old, v);
+        else v = b_.create<arith::MulFOp>(l, old, v);
+      }
+      b_.create<ElemWriteOp>(l, v, frag, idx);
+      return;
+    }
+    case SK::If: {
+      auto &i = static_cast<const fe::IfStmt &>(s);
+      Value c = genExpr(*i.cond);
+      if (!c) return;
+      auto op = b_.create<scf::IfOp>(l, c, /*withElseRegion=*/i.elseBlock != nullptr);
+      OpBuilder::InsertionGuard guard(b_);
+      b_.setInsertionPoint(op.thenBlock()->getTerminator());
+      genBlock(i.thenBlock);
+      if (i.elseBlock) {
+        b_.setInsertionPoint(op.elseBlock()->getTerminator());
+        genBlock(*i.elseBlock);
+      }
+      return;
+    }
+    case SK::Role: {
+      auto &r = static_cast<const fe::RoleStmt &>(s);
+      auto op = b_.create<RoleOp>(l, b_.getStringAttr(r.name), b_.getI64IntegerAttr(r.wgFirst),
+                                  b_.getI64IntegerAttr(r.wgLast), b_.getI64IntegerAttr(r.regs));
+      OpBuilder::InsertionGuard guard(b_);
+      Block *body = b_.createBlock(&op.getBody());
+      b_.setInsertionPointToEnd(body);
+      genBlock(r.body);
+      b_.create<YieldOp>(l);
+      return;
+    }
+    case SK::Channel: {
+      auto &c = static_cast<const fe::ChannelDecl &>(s);
+      SmallVector<Type> slots;
+      for (auto &f : c.fields) slots.push_back(SharedType::get(ctx_, f.shape, dtype(f.dtype), 0));
+      auto op = b_.create<ChannelOp>(l, ChannelType::get(ctx_, slots, (unsigned)c.depthValue), b_.getStringAttr(c.name));
+      values_[static_cast<const fe::Decl *>(&c)] = op;
+      return;
+    }
+    case SK::Put:
+    case SK::Get: {
+      auto &ss = static_cast<const fe::SlotStmt &>(s);
+      Value ch = lookup(ss.channel, ss.channelLoc);
+      if (!ch) return;
+      auto ct = cast<ChannelType>(ch.getType());
+      Operation *op = ss.isPut() ? b_.create<PutOp>(l, ch).getOperation() : b_.create<GetOp>(l, ch).getOperation();
+      SmallVector<Location> locs(ct.getSlotTypes().size(), l);
+      OpBuilder::InsertionGuard guard(b_);
+      Block *body = b_.createBlock(&op->getRegion(0), {}, ct.getSlotTypes(), locs);
+      for (auto [i, bnd] : llvm::enumerate(ss.bindings)) values_[bnd.get()] = body->getArgument(i);
+      b_.setInsertionPointToEnd(body);
+      genBlock(ss.body);
+      b_.create<YieldOp>(l);
+      return;
+    }
+  }
+}
+
+LogicalResult IRGen::build(const fe::KernelDecl &k, ModuleOp module) {
+  b_.setInsertionPointToEnd(module.getBody());
+  SmallVector<Type> argTypes;
+  SmallVector<Attribute> names, tensorDims;
+  SmallVector<bool> outputs;
+  for (auto *t : k.tensors) {
+    argTypes.push_back(GlobalType::get(ctx_, dtype(t->dtype), t->rank()));
+    names.push_back(b_.getStringAttr(t->name));
+    SmallVector<Attribute> dims;
+    for (auto &d : t->dims)
+      dims.push_back(b_.getStringAttr(d.isSymbolic() ? d.sym->name : std::to_string(d.literal)));
+    tensorDims.push_back(b_.getArrayAttr(dims));
+    outputs.push_back(t->isOutput);
+  }
+  for (auto &d : k.dims) {
+    argTypes.push_back(b_.getIndexType());
+    names.push_back(b_.getStringAttr(d->name));
+  }
+  for (auto *s : k.scalars) {
+    argTypes.push_back(s->dtype == DType::I32 ? (Type)b_.getI32Type() : (Type)b_.getF32Type());
+    names.push_back(b_.getStringAttr(s->name));
+  }
+  auto fn = b_.create<func::FuncOp>(loc(k.loc), k.name, b_.getFunctionType(argTypes, {}));
+  fn->setAttr(kKernelAttr, b_.getUnitAttr());
+  fn->setAttr(kArgNamesAttr, b_.getArrayAttr(names));
+  fn->setAttr(kTensorDimsAttr, b_.getArrayAttr(tensorDims));
+  fn->setAttr(kOutputsAttr, b_.getDenseBoolArrayAttr(outputs));
+  fn->setAttr(kThreadsAttr, b_.getI64IntegerAttr(k.numThreads));
+  SmallVector<Attribute> grid;
+  for (auto &g : k.gridStrings) grid.push_back(b_.getStringAttr(g));
+  fn->setAttr(kGridAttr, b_.getArrayAttr(grid));
+  fn->setAttr(kClusterAttr, b_.getDenseI64ArrayAttr({k.clusterDims[0], k.clusterDims[1], k.clusterDims[2]}));
+  fn->setAttr(kSourceAttr, b_.getStringAttr(file_));
+
+  Block *entry = fn.addEntryBlock();
+  b_.setInsertionPointToEnd(entry);
+  size_t a = 0;
+  for (auto *t : k.tensors) values_[t] = entry->getArgument(a++);
+  for (auto &d : k.dims) values_[d.get()] = entry->getArgument(a++);
+  for (auto *s : k.scalars) {
+    Value v = entry->getArgument(a++);
+    if (s->dtype == DType::I32) v = b_.create<arith::IndexCastOp>(fn.getLoc(), b_.getIndexType(), v);
+    values_[s] = v;
+  }
+  genBlock(k.body);
+  b_.create<func::ReturnOp>(fn.getLoc());
+  return failed_ ? failure() : success();
+}
+
+}  // namespace
+
+LogicalResult buildKernelIR(const fe::KernelDecl &kernel, const std::string &filename, ModuleOp module) {
+  IRGen gen(module.getContext(), filename);
+  return gen.build(kernel, module);
+}
+
+}  // namespace qla::compiler

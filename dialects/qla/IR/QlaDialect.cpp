@@ -1,0 +1,139 @@
+// qla dialect registration and type syntax.
+#include "dialects/qla/IR/QlaDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::qla;
+
+#include "dialects/qla/IR/QlaDialect.cpp.inc"
+#include "dialects/qla/IR/QlaEnums.cpp.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "dialects/qla/IR/QlaTypes.cpp.inc"
+
+void QlaDialect::initialize() {
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "dialects/qla/IR/QlaTypes.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
+#include "dialects/qla/IR/QlaOps.cpp.inc"
+      >();
+}
+
+int64_t mlir::qla::elementBytes(Type t) {
+  if (t.isBF16() || t.isF16()) return 2;
+  if (t.isF32() || t.isInteger(32)) return 4;
+  if (t.isInteger(64) || t.isF64()) return 8;
+  return 0;
+}
+
+//===--- !qla.smem<RxCxT[, swizzle N]> --------------------------------------===//
+
+static ParseResult parseShapeAndType(AsmParser &p, SmallVectorImpl<int64_t> &shape, Type &elt) {
+  if (p.parseDimensionList(shape, /*allowDynamic=*/false, /*withTrailingX=*/true) ||
+      p.parseType(elt))
+    return failure();
+  return success();
+}
+
+static void printShapeAndType(AsmPrinter &p, ArrayRef<int64_t> shape, Type elt) {
+  for (int64_t d : shape) p << d << "x";
+  p << elt;
+}
+
+Type SharedType::parse(AsmParser &p) {
+  SmallVector<int64_t> shape;
+  Type elt;
+  unsigned swizzle = 0;
+  if (p.parseLess() || parseShapeAndType(p, shape, elt)) return {};
+  if (succeeded(p.parseOptionalComma())) {
+    if (p.parseKeyword("swizzle") || p.parseInteger(swizzle)) return {};
+  }
+  if (p.parseGreater()) return {};
+  return SharedType::get(p.getContext(), shape, elt, swizzle);
+}
+
+void SharedType::print(AsmPrinter &p) const {
+  p << "<";
+  printShapeAndType(p, getShape(), getElementType());
+  if (getSwizzle()) p << ", swizzle " << getSwizzle();
+  p << ">";
+}
+
+int64_t SharedType::getNumElements() const {
+  int64_t n = 1;
+  for (int64_t d : getShape()) n *= d;
+  return n;
+}
+int64_t SharedType::getSizeInBytes() const { return getNumElements() * elementBytes(getElementType()); }
+SharedType SharedType::withSwizzle(unsigned swizzle) const {
+  return SharedType::get(getContext(), getShape(), getElementType(), swizzle);
+}
+
+//===--- !qla.frag<RxCxT[, acc|row|col xW]> ---------------------------------===//
+
+static const char *layoutName(unsigned l) {
+  switch (l) {
+    case FragType::Acc: return "acc";
+    case FragType::Row: return "row";
+    case FragType::Col: return "col";
+    default: return "?";
+  }
+}
+
+Type FragType::parse(AsmParser &p) {
+  SmallVector<int64_t> shape;
+  Type elt;
+  unsigned layout = Unassigned, wgs = 0;
+  if (p.parseLess() || parseShapeAndType(p, shape, elt)) return {};
+  if (succeeded(p.parseOptionalComma())) {
+    StringRef kw;
+    if (p.parseKeyword(&kw)) return {};
+    if (kw == "acc") layout = Acc;
+    else if (kw == "row") layout = Row;
+    else if (kw == "col") layout = Col;
+    else {
+      p.emitError(p.getCurrentLocation(), "expected fragment layout acc, row or col");
+      return {};
+    }
+    // "x2": the lexer reads it as a bare identifier.
+    StringRef w;
+    if (p.parseKeyword(&w) || !w.consume_front("x") || w.getAsInteger(10, wgs) || wgs == 0) {
+      p.emitError(p.getCurrentLocation(), "expected warpgroup count like 'x2'");
+      return {};
+    }
+  }
+  if (p.parseGreater()) return {};
+  return FragType::get(p.getContext(), shape, elt, layout, wgs);
+}
+
+void FragType::print(AsmPrinter &p) const {
+  p << "<";
+  printShapeAndType(p, getShape(), getElementType());
+  if (hasLayout()) p << ", " << layoutName(getLayout()) << " x" << getWarpgroups();
+  p << ">";
+}
+
+FragType FragType::withLayout(unsigned layout, unsigned warpgroups) const {
+  return FragType::get(getContext(), getShape(), getElementType(), layout, warpgroups);
+}
+
+int64_t FragType::getRegsPerThread() const {
+  auto shape = getShape();
+  unsigned w = std::max(1u, getWarpgroups());
+  switch (getLayout()) {
+    case Acc:  // m64nN accumulators: each 64-row block holds N/2 values per thread
+      return (shape[0] / w / 64) * (shape[1] / 2);
+    case Row:  // two rows per 64-row block per thread
+      return (shape[0] / w / 64) * 2;
+    case Col:  // N/4 columns per thread (pairs in each 8-column group)
+      return shape[0] / 4;
+    default:
+      return 0;
+  }
+}

@@ -1,0 +1,37 @@
+// The qla dialect (tile level): types and ops. Include this, not the .inc files.
+#pragma once
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "dialects/qla/IR/QlaDialect.h.inc"
+#include "dialects/qla/IR/QlaEnums.h.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "dialects/qla/IR/QlaTypes.h.inc"
+
+#define GET_OP_CLASSES
+#include "dialects/qla/IR/QlaOps.h.inc"
+
+namespace mlir::qla {
+// Bytes of one element of a tile dtype (bf16, f16, f32, i32).
+int64_t elementBytes(Type t);
+// Kernel function attribute names (func.func carrying a QLA kernel).
+inline constexpr const char *kKernelAttr = "qla.kernel";
+inline constexpr const char *kGridAttr = "qla.grid";          // ArrayAttr of 3 StringAttr
+inline constexpr const char *kThreadsAttr = "qla.threads";    // i64
+inline constexpr const char *kClusterAttr = "qla.cluster";    // DenseI64ArrayAttr (3)
+inline constexpr const char *kArgNamesAttr = "qla.arg_names"; // ArrayAttr of StringAttr
+inline constexpr const char *kTensorDimsAttr = "qla.tensor_dims"; // ArrayAttr of ArrayAttr of StringAttr
+inline constexpr const char *kOutputsAttr = "qla.outputs";    // DenseBoolArrayAttr per tensor
+inline constexpr const char *kSourceAttr = "qla.source";      // original file name
+}  // namespace mlir::qla

@@ -1,0 +1,281 @@
+// Verifiers of the qla ops: shapes, dtypes and memory spaces must agree.
+#include "dialects/qla/IR/QlaDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace mlir::qla;
+
+static ArrayRef<int64_t> tileShape(Type t) {
+  if (auto s = dyn_cast<SharedType>(t)) return s.getShape();
+  return cast<FragType>(t).getShape();
+}
+static Type tileElt(Type t) {
+  if (auto s = dyn_cast<SharedType>(t)) return s.getElementType();
+  return cast<FragType>(t).getElementType();
+}
+static std::string shapeStr(ArrayRef<int64_t> s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + "]";
+}
+static bool isTileDType(Type t) {
+  return t.isBF16() || t.isF16() || t.isF32() || t.isInteger(32);
+}
+
+static LogicalResult verifyTileShape(Operation *op, ArrayRef<int64_t> shape, Type elt) {
+  if (shape.empty() || shape.size() > 2)
+    return op->emitOpError("tiles have rank 1 or 2, got rank ") << shape.size();
+  for (int64_t d : shape)
+    if (d <= 0) return op->emitOpError("tile extents must be positive, got ") << shapeStr(shape);
+  if (!isTileDType(elt)) return op->emitOpError("unsupported tile dtype ") << elt;
+  return success();
+}
+
+LogicalResult AllocSharedOp::verify() {
+  auto t = getType();
+  return verifyTileShape(*this, t.getShape(), t.getElementType());
+}
+
+LogicalResult AllocFragOp::verify() {
+  auto t = getType();
+  if (failed(verifyTileShape(*this, t.getShape(), t.getElementType()))) return failure();
+  if (t.hasLayout()) {
+    auto s = t.getShape();
+    int64_t w = t.getWarpgroups();
+    if (t.getLayout() == FragType::Acc &&
+        (s.size() != 2 || s[0] % (64 * w) != 0 || s[1] % 8 != 0))
+      return emitOpError("accumulator layout needs rows a multiple of 64 per warpgroup and columns a multiple of 8, got ")
+             << shapeStr(s) << " over " << w << " warpgroup(s)";
+    if (t.getLayout() == FragType::Row && (s.size() != 1 || s[0] % (64 * w) != 0))
+      return emitOpError("row-vector layout needs a 1-D fragment of 64 rows per warpgroup, got ") << shapeStr(s);
+    if (t.getLayout() == FragType::Col && (s.size() != 1 || s[0] % 8 != 0))
+      return emitOpError("column-vector layout needs a 1-D fragment of a multiple of 8, got ") << shapeStr(s);
+  }
+  return success();
+}
+
+// The global-side box of a load/store: the tile's shape with 1 inserted at dropped dims.
+static LogicalResult verifyGlobalSlice(Operation *op, GlobalType g, size_t numOffsets,
+                                       ArrayRef<int64_t> dropped, Type tile) {
+  if (numOffsets != g.getRank())
+    return op->emitOpError("needs one offset per tensor dim: ") << g.getRank() << " dims, "
+                                                                 << numOffsets << " offsets";
+  for (int64_t d : dropped)
+    if (d < 0 || d >= (int64_t)g.getRank())
+      return op->emitOpError("dropped dim ") << d << " out of range";
+  size_t kept = g.getRank() - dropped.size();
+  if (tileShape(tile).size() != kept)
+    return op->emitOpError("slice keeps ") << kept << " dim(s) but the tile has shape "
+                                           << shapeStr(tileShape(tile));
+  return success();
+}
+
+LogicalResult LoadOp::verify() {
+  auto g = getSrc().getType();
+  if (failed(verifyGlobalSlice(*this, g, getOffsets().size(), getDropped(), getDst().getType())))
+    return failure();
+  if (isa<SharedType>(getDst().getType()) && tileElt(getDst().getType()) != g.getElementType())
+    return emitOpError("global→shared copies keep the dtype: ")
+           << g.getElementType() << " vs " << tileElt(getDst().getType());
+  return success();
+}
+
+LogicalResult StoreOp::verify() {
+  auto g = getDst().getType();
+  if (failed(verifyGlobalSlice(*this, g, getOffsets().size(), getDropped(), getSrc().getType())))
+    return failure();
+  if (isa<SharedType>(getSrc().getType()) && tileElt(getSrc().getType()) != g.getElementType())
+    return emitOpError("shared→global copies keep the dtype: ")
+           << tileElt(getSrc().getType()) << " vs " << g.getElementType();
+  return success();
+}
+
+LogicalResult CopyOp::verify() {
+  Type s = getSrc().getType(), d = getDst().getType();
+  if (isa<SharedType>(s) == isa<SharedType>(d))
+    return emitOpError("copies between tiles go shared→fragment or fragment→shared");
+  if (tileShape(s) != tileShape(d))
+    return emitOpError("shape mismatch: ") << shapeStr(tileShape(s)) << " vs " << shapeStr(tileShape(d));
+  return success();
+}
+
+LogicalResult GemmOp::verify() {
+  Type at = getA().getType();
+  auto bt = getB().getType();
+  auto ct = getC().getType();
+  Type ae = tileElt(at);
+  if (!(ae.isBF16() || ae.isF16()))
+    return emitOpError("A must be bf16 or f16, got ") << ae;
+  if (bt.getElementType() != ae)
+    return emitOpError("A and B must have the same dtype: ") << ae << " vs " << bt.getElementType();
+  if (!ct.getElementType().isF32())
+    return emitOpError("C must be an f32 fragment, got ") << ct.getElementType();
+  auto as = tileShape(at), bs = bt.getShape(), cs = ct.getShape();
+  if (as.size() != 2 || bs.size() != 2 || cs.size() != 2)
+    return emitOpError("gemm operands are 2-D");
+  if (isa<FragType>(at) && getTransA())
+    return emitOpError("a register-sourced A cannot be transposed");
+  int64_t m = getTransA() ? as[1] : as[0], ka = getTransA() ? as[0] : as[1];
+  int64_t kb = getTransB() ? bs[1] : bs[0], n = getTransB() ? bs[0] : bs[1];
+  if (ka != kb || cs[0] != m || cs[1] != n)
+    return emitOpError("shapes do not agree: op(A) is [")
+           << m << ", " << ka << "], op(B) is [" << kb << ", " << n << "], C is " << shapeStr(cs);
+  return success();
+}
+
+LogicalResult FillOp::verify() { return success(); }
+
+LogicalResult CastOp::verify() {
+  if (getSrc().getType().getShape() != getDst().getType().getShape())
+    return emitOpError("cast keeps the shape: ") << shapeStr(getSrc().getType().getShape()) << " vs "
+                                                 << shapeStr(getDst().getType().getShape());
+  return success();
+}
+
+LogicalResult ReduceOp::verify() {
+  auto s = getSrc().getType().getShape(), d = getDst().getType().getShape();
+  if (s.size() != 2 || d.size() != 1)
+    return emitOpError("reduces a 2-D fragment into a 1-D fragment");
+  int64_t kept = s[1 - getDim()];
+  if (d[0] != kept)
+    return emitOpError("result has ") << d[0] << " elements but the kept dim has " << kept;
+  return success();
+}
+
+LogicalResult ScanOp::verify() {
+  auto s = getSrc().getType().getShape();
+  if (s != getDst().getType().getShape())
+    return emitOpError("scan keeps the shape");
+  if (getDim() >= (int64_t)s.size()) return emitOpError("scan dim out of range");
+  return success();
+}
+
+LogicalResult ParallelOp::verify() {
+  auto ext = getExtents();
+  if (ext.empty() || ext.size() > 2) return emitOpError("iterates 1 or 2 dims");
+  Block &b = getBody().front();
+  if (b.getNumArguments() != ext.size())
+    return emitOpError("body takes one index per dim");
+  for (auto a : b.getArguments())
+    if (!a.getType().isIndex()) return emitOpError("body arguments are indices");
+  return success();
+}
+
+// Element accesses inside qla.parallel index with the parallel's own block
+// arguments only, so that lowering can map them to the fragment's registers.
+static LogicalResult verifyElemAccess(Operation *op, FragType f, ValueRange idx) {
+  auto par = op->getParentOfType<ParallelOp>();
+  if (!par) return op->emitOpError("is only valid inside qla.parallel");
+  auto ext = par.getExtents();
+  Block &b = par.getBody().front();
+  if (idx.size() != f.getShape().size())
+    return op->emitOpError("needs ") << f.getShape().size() << " indices";
+  for (auto [k, v] : llvm::enumerate(idx)) {
+    auto arg = dyn_cast<BlockArgument>(v);
+    if (!arg || arg.getOwner() != &b)
+      return op->emitOpError("indices must be the enclosing qla.parallel's index arguments");
+    if (f.getShape()[k] != ext[arg.getArgNumber()])
+      return op->emitOpError("fragment dim ") << k << " has extent " << f.getShape()[k]
+                                              << " but is indexed by a loop of extent "
+                                              << ext[arg.getArgNumber()];
+  }
+  if (idx.size() == 2 && ext.size() == 2 &&
+      (cast<BlockArgument>(idx[0]).getArgNumber() != 0 || cast<BlockArgument>(idx[1]).getArgNumber() != 1))
+    return op->emitOpError("2-D fragments are indexed [i, j] in loop order");
+  return success();
+}
+
+LogicalResult ElemReadOp::verify() {
+  if (getResult().getType() != getFrag().getType().getElementType())
+    return emitOpError("result type must be the fragment's dtype");
+  return verifyElemAccess(*this, getFrag().getType(), getIndices());
+}
+
+LogicalResult ElemWriteOp::verify() {
+  if (getValue().getType() != getFrag().getType().getElementType())
+    return emitOpError("value type must be the fragment's dtype");
+  return verifyElemAccess(*this, getFrag().getType(), getIndices());
+}
+
+LogicalResult PipelineOp::verify() {
+  Block &b = getBody().front();
+  if (b.getNumArguments() != 1 || !b.getArgument(0).getType().isIndex())
+    return emitOpError("body takes the induction variable (index)");
+  return success();
+}
+
+LogicalResult RoleOp::verify() {
+  if (getWgBegin() < 0 || getWgEnd() < getWgBegin())
+    return emitOpError("bad warpgroup range ") << getWgBegin() << ".." << getWgEnd();
+  if (getRegs() != 0 && (getRegs() < 24 || getRegs() > 256 || getRegs() % 8 != 0))
+    return emitOpError("register budget must be a multiple of 8 in [24, 256], got ") << getRegs();
+  if ((*this)->getParentOfType<RoleOp>())
+    return emitOpError("roles do not nest");
+  if (auto fn = (*this)->getParentOfType<func::FuncOp>())
+    if (auto th = fn->getAttrOfType<IntegerAttr>(kThreadsAttr))
+      if ((getWgEnd() + 1) * 128 > th.getInt())
+        return emitOpError("warpgroup ") << getWgEnd() << " does not exist with " << th.getInt()
+                                         << " threads";
+  return success();
+}
+
+LogicalResult ChannelOp::verify() {
+  auto t = getType();
+  if (t.getDepth() < 1) return emitOpError("depth must be at least 1");
+  if (t.getSlotTypes().empty()) return emitOpError("a slot holds at least one tile");
+  for (Type s : t.getSlotTypes())
+    if (!isa<SharedType>(s)) return emitOpError("slots hold shared tiles, got ") << s;
+  // Producers and consumers: puts in exactly one role, gets in exactly one other.
+  RoleOp putRole, getRole;
+  bool hasPut = false, hasGet = false;
+  for (Operation *user : getResult().getUsers()) {
+    auto role = user->getParentOfType<RoleOp>();
+    if (isa<PutOp>(user)) {
+      if (hasPut && role != putRole) return user->emitOpError("puts to channel '") << getName() << "' from two roles";
+      hasPut = true;
+      putRole = role;
+    } else if (isa<GetOp>(user)) {
+      if (hasGet && role != getRole) return user->emitOpError("gets from channel '") << getName() << "' in two roles";
+      hasGet = true;
+      getRole = role;
+    }
+  }
+  if (!hasPut || !hasGet)
+    return emitOpError("channel '") << getName() << "' needs a put and a get";
+  if (putRole == getRole)
+    return emitOpError("channel '") << getName() << "' is put and got in the same role";
+  return success();
+}
+
+static LogicalResult verifySlotBlock(Operation *op, ChannelType ch, Region &r) {
+  Block &b = r.front();
+  if (b.getNumArguments() != ch.getSlotTypes().size())
+    return op->emitOpError("binds ") << b.getNumArguments() << " tiles but each slot holds "
+                                     << ch.getSlotTypes().size();
+  for (auto [a, t] : llvm::zip(b.getArgumentTypes(), ch.getSlotTypes()))
+    if (a != t) return op->emitOpError("slot tile type mismatch: ") << a << " vs " << t;
+  if (!op->getParentOfType<RoleOp>())
+    return op->emitOpError("is only valid inside a qla.role");
+  return success();
+}
+
+LogicalResult PutOp::verify() {
+  if (failed(verifySlotBlock(*this, getChannel().getType(), getBody()))) return failure();
+  for (Operation &o : getBody().front().without_terminator()) {
+    auto load = dyn_cast<LoadOp>(o);
+    if (!load && !o.hasTrait<OpTrait::ConstantLike>() && !isa<arith::ArithDialect>(o.getDialect()))
+      return o.emitOpError("is not allowed in a put: a put only loads global tiles into its slot");
+    if (load && !llvm::is_contained(getBody().front().getArguments(), load.getDst()))
+      return load.emitOpError("in a put must write one of the slot's tiles");
+  }
+  return success();
+}
+
+LogicalResult GetOp::verify() {
+  return verifySlotBlock(*this, getChannel().getType(), getBody());
+}
+
+#define GET_OP_CLASSES
+#include "dialects/qla/IR/QlaOps.cpp.inc"

@@ -1,0 +1,125 @@
+// Layout inference: fragment register layouts and shared-tile swizzles.
+#include "dialects/qla/Transforms/Passes.h"
+
+namespace mlir::qla {
+#define GEN_PASS_DEF_QLAINFERLAYOUTS
+#include "dialects/qla/Transforms/Passes.h.inc"
+}  // namespace mlir::qla
+
+using namespace mlir;
+using namespace mlir::qla;
+
+namespace {
+
+// The widest swizzle whose 8-row atom fits the tile: rows of 128, 64 or 32
+// bytes (or multiples of 128 bytes, stored as 128-byte column blocks).
+unsigned chooseSwizzle(SharedType t) {
+  auto shape = t.getShape();
+  if (shape.size() != 2 || shape[0] % 8 != 0) return 0;
+  int64_t rowBytes = shape[1] * elementBytes(t.getElementType());
+  if (rowBytes % 128 == 0) return 128;
+  if (rowBytes == 64) return 64;
+  if (rowBytes == 32) return 32;
+  return 0;
+}
+
+// Warpgroups that execute `op`: its role's, else all of the kernel's.
+int64_t warpgroupsOf(Operation *op) {
+  if (auto role = op->getParentOfType<RoleOp>()) return role.getNumWarpgroups();
+  if (auto fn = op->getParentOfType<func::FuncOp>())
+    if (auto th = fn->getAttrOfType<IntegerAttr>(kThreadsAttr)) return std::max<int64_t>(1, th.getInt() / 128);
+  return 1;
+}
+
+// How a 1-D fragment is used: as a row vector (indexed like accumulator rows)
+// or a column vector. Returns Unassigned when no use says.
+unsigned vectorUse(Value frag, Operation *&conflict) {
+  unsigned kind = FragType::Unassigned;
+  auto note = [&](unsigned k, Operation *user) {
+    if (kind != FragType::Unassigned && kind != k) conflict = user;
+    kind = k;
+  };
+  for (OpOperand &use : frag.getUses()) {
+    Operation *user = use.getOwner();
+    if (auto r = dyn_cast<ReduceOp>(user)) {
+      if (r.getDst() == frag) note(r.getDim() == 1 ? FragType::Row : FragType::Col, user);
+    } else if (isa<ElemReadOp, ElemWriteOp>(user)) {
+      auto par = user->getParentOfType<ParallelOp>();
+      if (par.getExtents().size() != 2) continue;
+      ValueRange idx = isa<ElemReadOp>(user) ? cast<ElemReadOp>(user).getIndices()
+                                             : cast<ElemWriteOp>(user).getIndices();
+      unsigned argNo = cast<BlockArgument>(idx[0]).getArgNumber();
+      note(argNo == 0 ? FragType::Row : FragType::Col, user);
+    }
+  }
+  return kind;
+}
+
+struct InferLayouts : ::mlir::qla::impl::QlaInferLayoutsBase<InferLayouts> {
+  void runOnOperation() override {
+    func::FuncOp fn = getOperation();
+    bool failed = false;
+
+    // Shared tiles: allocations and channel slots (and the put/get block args).
+    fn.walk([&](AllocSharedOp op) {
+      auto t = op.getType();
+      op.getResult().setType(t.withSwizzle(chooseSwizzle(t)));
+    });
+    fn.walk([&](ChannelOp op) {
+      auto t = op.getType();
+      SmallVector<Type> slots;
+      for (Type s : t.getSlotTypes()) {
+        auto st = cast<SharedType>(s);
+        slots.push_back(st.withSwizzle(chooseSwizzle(st)));
+      }
+      op.getResult().setType(ChannelType::get(&getContext(), slots, t.getDepth()));
+      for (Operation *user : op.getResult().getUsers())
+        for (Region &r : user->getRegions())
+          for (auto [arg, ty] : llvm::zip(r.front().getArguments(), slots)) arg.setType(ty);
+    });
+
+    // Fragments.
+    fn.walk([&](AllocFragOp op) {
+      auto t = op.getType();
+      auto shape = t.getShape();
+      int64_t w = warpgroupsOf(op);
+      unsigned layout = FragType::Acc;
+      if (shape.size() == 2) {
+        if (shape[0] % (64 * w) != 0 || shape[1] % 8 != 0) {
+          op.emitError("no register layout fits fragment of shape [")
+              << shape[0] << ", " << shape[1] << "] over " << w
+              << " warpgroup(s): the accumulator layout needs 64 rows per warpgroup "
+                 "(rows a multiple of " << 64 * w << ") and columns a multiple of 8";
+          failed = true;
+          return;
+        }
+      } else {
+        Operation *conflict = nullptr;
+        layout = vectorUse(op.getResult(), conflict);
+        if (conflict) {
+          conflict->emitError("fragment is used both as a row vector and as a column vector; "
+                              "copy it into two fragments");
+          failed = true;
+          return;
+        }
+        if (layout == FragType::Unassigned) layout = FragType::Row;
+        if (layout == FragType::Row && shape[0] % (64 * w) != 0) {
+          op.emitError("no register layout fits row vector of ")
+              << shape[0] << " elements over " << w << " warpgroup(s): needs a multiple of " << 64 * w;
+          failed = true;
+          return;
+        }
+        if (layout == FragType::Col && shape[0] % 8 != 0) {
+          op.emitError("no register layout fits column vector of ")
+              << shape[0] << " elements: needs a multiple of 8";
+          failed = true;
+          return;
+        }
+      }
+      op.getResult().setType(t.withLayout(layout, w));
+    });
+    if (failed) signalPassFailure();
+  }
+};
+
+}  // namespace

@@ -1,0 +1,192 @@
+// Channel lowering: put/get → mbarrier rings with explicit phases; one-shot
+// global→shared loads → TMA on a one-slot ring.
+#include "dialects/qla/Transforms/Passes.h"
+
+#include "mlir/IR/IRMapping.h"
+
+namespace mlir::qla {
+#define GEN_PASS_DEF_QLALOWERCHANNELS
+#include "dialects/qla/Transforms/Passes.h.inc"
+}  // namespace mlir::qla
+
+using namespace mlir;
+using namespace mlir::qla;
+using namespace mlir::qlanv;
+
+namespace {
+
+// Named barrier id and thread count for the threads that execute `op`:
+// its role's warpgroups (ids 1.. per role), else the whole block (id 0).
+std::pair<int64_t, int64_t> groupBarrier(Operation *op) {
+  if (auto role = op->getParentOfType<RoleOp>()) {
+    int64_t id = 1;
+    for (auto r : op->getParentOfType<func::FuncOp>().getOps<RoleOp>()) {
+      if (r == role) break;
+      ++id;
+    }
+    return {id, role.getNumWarpgroups() * 128};
+  }
+  return {0, 0};
+}
+
+void emitGroupSync(OpBuilder &b, Location loc, Operation *at) {
+  auto [id, threads] = groupBarrier(at);
+  if (id == 0) b.create<BlockSyncOp>(loc);
+  else b.create<NamedBarrierOp>(loc, id, threads);
+}
+
+int64_t tileBytes(Type t) { return cast<SharedType>(t).getSizeInBytes(); }
+
+struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
+  func::FuncOp fn;
+  Block *entry = nullptr;
+  Operation *initPoint = nullptr;  // barrier_inits go before this; the block_sync after them
+  bool needSync = false;
+
+  // Barriers and rings are created at function entry so that every role sees them.
+  Value makeBarriers(Location loc, unsigned count, int64_t arrivals) {
+    OpBuilder b(initPoint);
+    auto bars = b.create<BarriersOp>(loc, BarriersType::get(&getContext(), count),
+                                     b.getI64IntegerAttr(arrivals), IntegerAttr());
+    b.create<BarrierInitOp>(loc, bars);
+    needSync = true;
+    return bars;
+  }
+
+  void runOnOperation() override {
+    fn = getOperation();
+    if (fn.getBody().empty()) return;
+    entry = &fn.getBody().front();
+    // Insert the setup after the leading allocations/constants.
+    OpBuilder b0(entry, entry->begin());
+    auto marker = b0.create<BlockSyncOp>(fn.getLoc());
+    initPoint = marker;
+
+    SmallVector<ChannelOp> channels;
+    fn.walk([&](ChannelOp ch) { channels.push_back(ch); });
+    for (ChannelOp ch : channels)
+      if (failed(lowerChannel(ch))) return signalPassFailure();
+
+    SmallVector<LoadOp> oneShot;
+    fn.walk([&](LoadOp op) {
+      if (isa<SharedType>(op.getDst().getType())) oneShot.push_back(op);
+    });
+    for (LoadOp op : oneShot) lowerOneShotLoad(op);
+
+    if (!needSync) marker.erase();
+  }
+
+  LogicalResult lowerChannel(ChannelOp ch) {
+    Location loc = ch.getLoc();
+    auto ct = ch.getType();
+    unsigned depth = ct.getDepth();
+    SmallVector<PutOp> puts;
+    SmallVector<GetOp> gets;
+    for (Operation *u : ch.getResult().getUsers()) {
+      if (auto p = dyn_cast<PutOp>(u)) puts.push_back(p);
+      else if (auto g = dyn_cast<GetOp>(u)) gets.push_back(g);
+      else return u->emitOpError("cannot use a channel");
+    }
+    RoleOp putRole = puts.front()->getParentOfType<RoleOp>();
+    RoleOp getRole = gets.front()->getParentOfType<RoleOp>();
+
+    // Storage: `depth` copies of every slot tile.
+    SmallVector<Value> buffers;
+    {
+      OpBuilder b(initPoint);
+      for (Type t : ct.getSlotTypes())
+        buffers.push_back(b.create<AllocSharedOp>(loc, t, b.getI64IntegerAttr(depth), IntegerAttr()));
+    }
+    Value full = makeBarriers(loc, depth, 1);
+    Value empty = makeBarriers(loc, depth, getRole.getNumWarpgroups());
+    std::string name = ch.getName().str();
+
+    auto makeRing = [&](RoleOp role, StringRef suffix) {
+      OpBuilder b(&role.getBody().front(), role.getBody().front().begin());
+      return b.create<RingOp>(loc, RingType::get(&getContext(), depth), b.getStringAttr(name + suffix))
+          .getResult();
+    };
+    Value putRing = makeRing(putRole, ".put");
+    Value getRing = makeRing(getRole, ".get");
+
+    int64_t slotBytes = 0;
+    for (Type t : ct.getSlotTypes()) slotBytes += tileBytes(t);
+
+    for (PutOp put : puts) {
+      OpBuilder b(put);
+      Location l = put.getLoc();
+      Value slot = b.create<RingSlotOp>(l, b.getIndexType(), putRing);
+      Value phase = b.create<RingPhaseOp>(l, b.getI32Type(), putRing);
+      auto elect = b.create<ElectOp>(l);
+      elect.getBody().emplaceBlock();
+      OpBuilder eb = OpBuilder::atBlockEnd(&elect.getBody().front());
+      // A fresh barrier completes phase "1" at once, so the first pass over
+      // the ring does not wait: producers wait on the flipped phase.
+      Value one = eb.create<arith::ConstantIntOp>(l, eb.getI32Type(), 1);
+      Value flipped = eb.create<arith::XOrIOp>(l, phase, one);
+      eb.create<BarrierWaitOp>(l, empty, slot, flipped);
+      eb.create<BarrierExpectTxOp>(l, full, slot, eb.getI64IntegerAttr(slotBytes));
+      IRMapping map;
+      for (auto [arg, buf] : llvm::zip(put.getBody().front().getArguments(), buffers))
+        map.map(arg, eb.create<SlotOp>(l, buf.getType(), buf, slot).getResult());
+      for (Operation &op : put.getBody().front().without_terminator()) {
+        if (auto load = dyn_cast<LoadOp>(op)) {
+          SmallVector<Value> coords;
+          for (Value v : load.getOffsets()) coords.push_back(map.lookupOrDefault(v));
+          eb.create<TmaLoadOp>(load.getLoc(), load.getSrc(), coords, map.lookup(load.getDst()),
+                               full, slot, load.getDroppedAttr());
+        } else {
+          eb.clone(op, map);
+        }
+      }
+      eb.create<qlanv::YieldOp>(l);
+      b.create<RingAdvanceOp>(l, putRing);
+      put.erase();
+    }
+
+    for (GetOp get : gets) {
+      OpBuilder b(get);
+      Location l = get.getLoc();
+      Value slot = b.create<RingSlotOp>(l, b.getIndexType(), getRing);
+      Value phase = b.create<RingPhaseOp>(l, b.getI32Type(), getRing);
+      b.create<BarrierWaitOp>(l, full, slot, phase);
+      IRMapping map;
+      for (auto [arg, buf] : llvm::zip(get.getBody().front().getArguments(), buffers))
+        map.map(arg, b.create<SlotOp>(l, buf.getType(), buf, slot).getResult());
+      for (Operation &op : get.getBody().front().without_terminator()) b.clone(op, map);
+      // Gemms in the body are waited on (wgmma_wait) before this point once
+      // lowered, so the slot's tiles are no longer read.
+      b.create<BarrierArriveOp>(l, empty, slot, b.getUnitAttr());
+      b.create<RingAdvanceOp>(l, getRing);
+      get.erase();
+    }
+    ch.erase();
+    return success();
+  }
+
+  void lowerOneShotLoad(LoadOp load) {
+    Location l = load.getLoc();
+    Value bars = makeBarriers(l, 1, 1);
+    Value ring;
+    {
+      OpBuilder b(initPoint);
+      ring = b.create<RingOp>(l, RingType::get(&getContext(), 1), b.getStringAttr("load")).getResult();
+    }
+    OpBuilder b(load);
+    // The tile may still be read by the group from an earlier iteration.
+    emitGroupSync(b, l, load);
+    Value slot = b.create<RingSlotOp>(l, b.getIndexType(), ring);
+    Value phase = b.create<RingPhaseOp>(l, b.getI32Type(), ring);
+    auto elect = b.create<ElectOp>(l);
+    elect.getBody().emplaceBlock();
+    OpBuilder eb = OpBuilder::atBlockEnd(&elect.getBody().front());
+    eb.create<BarrierExpectTxOp>(l, bars, slot, eb.getI64IntegerAttr(tileBytes(load.getDst().getType())));
+    eb.create<TmaLoadOp>(l, load.getSrc(), load.getOffsets(), load.getDst(), bars, slot, load.getDroppedAttr());
+    eb.create<qlanv::YieldOp>(l);
+    b.create<BarrierWaitOp>(l, bars, slot, phase);
+    b.create<RingAdvanceOp>(l, ring);
+    load.erase();
+  }
+};
+
+}  // namespace

@@ -1,0 +1,23 @@
+// The qla pass pipeline. See Passes.td for what each pass does.
+#pragma once
+
+#include <memory>
+
+#include "dialects/qla/IR/QlaDialect.h"
+#include "dialects/qlanv/IR/QlanvDialect.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
+
+namespace mlir::qla {
+
+#define GEN_PASS_DECL
+#include "dialects/qla/Transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "dialects/qla/Transforms/Passes.h.inc"
+
+// The whole pipeline, in order (canonicalize, layouts, channels, qlanv,
+// fences, resources). `printAfterAll` prints the IR after each pass to stderr.
+void buildQlaPipeline(OpPassManager &pm);
+
+}  // namespace mlir::qla

@@ -1,0 +1,61 @@
+#ifndef QLA_PASSES_TD
+#define QLA_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def QlaInferLayouts : Pass<"qla-infer-layouts", "::mlir::func::FuncOp"> {
+  let summary = "Assign fragment layouts (wgmma accumulator, row/column vectors) and shared-tile swizzles";
+  let description = [{
+    2-D fragments get the m64nNk16 accumulator layout with rows split over
+    the warpgroups of their role; 1-D fragments become row or column vectors
+    according to their uses; shared tiles whose rows are a multiple of 128
+    bytes get the 128B swizzle (64B/32B for narrower rows). A fragment that
+    no layout fits is an error at its declaration.
+  }];
+  let dependentDialects = ["::mlir::qla::QlaDialect"];
+}
+
+def QlaLowerChannels : Pass<"qla-lower-channels", "::mlir::func::FuncOp"> {
+  let summary = "Lower channels (put/get) and one-shot global→shared loads to mbarrier rings with explicit phases";
+  let description = [{
+    A channel of depth D becomes D copies of each slot tile, a `full` and an
+    `empty` array of D mbarriers and, in each role that uses it, a ring cursor
+    whose slot and phase feed every wait. A put waits on `empty` with the
+    flipped phase, arms `full` with the slot's byte count and issues TMA
+    loads; a get waits on `full` and releases `empty` once per consumer
+    warpgroup after its body. Loads outside channels become a TMA load on a
+    one-slot ring followed by a wait.
+  }];
+  let dependentDialects = ["::mlir::qlanv::QlanvDialect", "::mlir::arith::ArithDialect"];
+}
+
+def QlaLowerToQlanv : Pass<"qla-lower-to-qlanv", "::mlir::func::FuncOp"> {
+  let summary = "Lower gemms to wgmma chains and roles to warpgroup regions";
+  let description = [{
+    `qla.gemm` becomes `wgmma_fence`, `wgmma`, `wgmma_commit`, `wgmma_wait 0`;
+    `qla.role` becomes `qlanv.warpgroups`. Fragment maps, reductions and
+    per-thread copies stay as qla ops: the emitter prints them as unrolled
+    loops over the fragment's registers.
+  }];
+  let dependentDialects = ["::mlir::qlanv::QlanvDialect"];
+}
+
+def QlaInsertFences : Pass<"qla-insert-fences", "::mlir::func::FuncOp"> {
+  let summary = "Insert fence.proxy.async and a role barrier where generic-proxy shared writes feed wgmma or TMA";
+  let dependentDialects = ["::mlir::qlanv::QlanvDialect"];
+}
+
+def QlaAssignResources : Pass<"qla-assign-resources", "::mlir::func::FuncOp"> {
+  let summary = "Lay out the shared-memory arena, check and set register budgets (setmaxnreg)";
+  let description = [{
+    Gives every shared tile and mbarrier array a byte offset in the dynamic
+    shared-memory arena (1024-byte aligned for swizzled tiles; tiles whose
+    lifetimes are disjoint regions share bytes), records the arena size in
+    `qla.smem_bytes`, and inserts `setmaxnreg` at the top of every role
+    whose budget differs from the launch default. Budgets that exceed the
+    register file are an error.
+  }];
+  let dependentDialects = ["::mlir::qlanv::QlanvDialect"];
+}
+
+#endif

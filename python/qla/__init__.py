@@ -1,0 +1,134 @@
+"""QLA from Python: JIT-compile .qla kernels and launch them on PyTorch tensors.
+
+    import qla
+    k = qla.compile("examples/gemm.qla", BN=128)
+    k(A, B, C)                      # torch CUDA tensors, in the kernel's order
+
+The heavy lifting is in libqla.so (the C ABI, compiler + runtime); it is found
+through $QLA_LIBRARY, next to this package, or in ../build/compiler.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+from pathlib import Path
+
+__all__ = ["compile", "compile_string", "Kernel", "QlaError", "library_path", "version"]
+
+
+class QlaError(RuntimeError):
+    """A compile or launch error; the message holds QLA's diagnostics."""
+
+
+def library_path() -> str:
+    env = os.environ.get("QLA_LIBRARY")
+    if env:
+        return env
+    here = Path(__file__).resolve().parent
+    for cand in (here / "libqla.so", here.parent.parent / "build" / "compiler" / "libqla.so"):
+        if cand.exists():
+            return str(cand)
+    raise QlaError("libqla.so not found: build QLA (see README.md) or set QLA_LIBRARY")
+
+
+_lib = None
+
+
+def _load():
+    global _lib
+    if _lib is None:
+        lib = ctypes.CDLL(library_path())
+        c = ctypes
+        lib.qla_compile_file.restype = c.c_void_p
+        lib.qla_compile_file.argtypes = [c.c_char_p, c.c_char_p, c.c_char_p, c.c_char_p, c.c_size_t]
+        lib.qla_compile_string.restype = c.c_void_p
+        lib.qla_compile_string.argtypes = [c.c_char_p, c.c_char_p, c.c_char_p, c.c_char_p, c.c_char_p, c.c_size_t]
+        lib.qla_kernel_free.argtypes = [c.c_void_p]
+        lib.qla_kernel_info.restype = c.c_char_p
+        lib.qla_kernel_info.argtypes = [c.c_void_p]
+        lib.qla_kernel_cache_hit.restype = c.c_int
+        lib.qla_kernel_cache_hit.argtypes = [c.c_void_p]
+        lib.qla_kernel_build_seconds.restype = c.c_double
+        lib.qla_kernel_build_seconds.argtypes = [c.c_void_p]
+        lib.qla_launch.restype = c.c_int
+        lib.qla_launch.argtypes = [c.c_void_p, c.c_int, c.POINTER(c.c_void_p), c.POINTER(c.c_int),
+                                   c.POINTER(c.c_int64), c.POINTER(c.c_int64), c.c_int,
+                                   c.POINTER(c.c_double), c.c_void_p, c.c_char_p, c.c_size_t]
+        lib.qla_version.restype = c.c_char_p
+        _lib = lib
+    return _lib
+
+
+def version() -> str:
+    return _load().qla_version().decode()
+
+
+def _defines(d: dict) -> bytes | None:
+    if not d:
+        return None
+    return ";".join(f"{k}={v}" for k, v in d.items()).encode()
+
+
+class Kernel:
+    """A compiled kernel. Call it with its tensor arguments (in the kernel's
+    order) and then its scalar arguments; `stream=` picks the CUDA stream
+    (default: PyTorch's current stream)."""
+
+    _CACHE = {0: "miss", 1: "memory", 2: "disk"}
+
+    def __init__(self, handle):
+        self._h = handle
+        self._lib = _load()
+        self.info = self._lib.qla_kernel_info(handle).decode()
+        self.cache = self._CACHE.get(self._lib.qla_kernel_cache_hit(handle), "?")
+        self.build_seconds = self._lib.qla_kernel_build_seconds(handle)
+        self.tensor_names = [l.split()[1] for l in self.info.splitlines() if l.startswith("tensor ")]
+        self.scalar_names = [l.split()[1] for l in self.info.splitlines() if l.startswith("scalar ")]
+
+    def __del__(self):
+        if getattr(self, "_h", None) and getattr(self, "_lib", None):
+            self._lib.qla_kernel_free(self._h)
+            self._h = None
+
+    def __call__(self, *args, stream=None):
+        nt = len(self.tensor_names)
+        if len(args) != nt + len(self.scalar_names):
+            raise QlaError(f"kernel takes {nt} tensors ({', '.join(self.tensor_names)}) and "
+                           f"{len(self.scalar_names)} scalars; got {len(args)} arguments")
+        tensors, scalars = args[:nt], args[nt:]
+        c = ctypes
+        ptrs = (c.c_void_p * nt)(*[t.data_ptr() for t in tensors])
+        ranks = (c.c_int * nt)(*[t.dim() for t in tensors])
+        shapes = [s for t in tensors for s in t.shape]
+        strides = [s for t in tensors for s in t.stride()]
+        shp = (c.c_int64 * max(1, len(shapes)))(*shapes)
+        std = (c.c_int64 * max(1, len(strides)))(*strides)
+        sc = (c.c_double * max(1, len(scalars)))(*[float(s) for s in scalars])
+        if stream is None:
+            import torch
+            stream = torch.cuda.current_stream().cuda_stream
+        elif hasattr(stream, "cuda_stream"):
+            stream = stream.cuda_stream
+        err = c.create_string_buffer(4096)
+        rc = self._lib.qla_launch(self._h, nt, ptrs, ranks, shp, std, len(scalars), sc, c.c_void_p(stream), err, 4096)
+        if rc != 0:
+            raise QlaError(err.value.decode())
+
+
+def compile(path: str, kernel: str | None = None, **defines) -> Kernel:
+    """JIT-compiles `path` (specialization constants as keyword arguments)."""
+    err = ctypes.create_string_buffer(65536)
+    h = _load().qla_compile_file(str(path).encode(), _defines(defines),
+                                 kernel.encode() if kernel else None, err, 65536)
+    if not h:
+        raise QlaError(err.value.decode())
+    return Kernel(h)
+
+
+def compile_string(source: str, filename: str = "<string>", kernel: str | None = None, **defines) -> Kernel:
+    err = ctypes.create_string_buffer(65536)
+    h = _load().qla_compile_string(source.encode(), filename.encode(), _defines(defines),
+                                   kernel.encode() if kernel else None, err, 65536)
+    if not h:
+        raise QlaError(err.value.decode())
+    return Kernel(h)

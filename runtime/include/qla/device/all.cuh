@@ -1,0 +1,12 @@
+// qla/device/all.cuh — every QLA device primitive (generated kernels include this).
+// Compiles under NVRTC with no toolkit headers (-arch=sm_90a -std=c++17).
+#pragma once
+
+#include "qla/device/types.cuh"
+#include "qla/device/sync.cuh"
+#include "qla/device/mbarrier.cuh"
+#include "qla/device/tma.cuh"
+#include "qla/device/wgmma.cuh"
+#include "qla/device/ldstmatrix.cuh"
+#include "qla/device/regs.cuh"
+#include "qla/device/math.cuh"

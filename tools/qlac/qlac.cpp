@@ -1,0 +1,145 @@
+// qlac: the QLA compiler command line. Works on a machine without a GPU.
+#include <cstdio>
+#include <algorithm>
+#include <cstring>
+#include <iterator>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "qla/compiler/Compiler.h"
+#include "qla/runtime/Nvrtc.h"
+
+namespace {
+
+const char *kUsage =
+    "usage: qlac FILE.qla [options]\n"
+    "\n"
+    "Compiles a QLA kernel. Output goes to stdout unless -o is given.\n"
+    "\n"
+    "options:\n"
+    "  --emit=KIND            mlir (tile-level IR as built by the front end),\n"
+    "                         mlir-lowered (after the pass pipeline), cuda, ptx,\n"
+    "                         cubin, or info (launch metadata). Default: cuda.\n"
+    "  -D NAME=VALUE          override a specialization constant (repeatable;\n"
+    "                         also -DNAME=VALUE)\n"
+    "  --kernel NAME          the kernel to compile when the file has several\n"
+    "  -o FILE                write the output to FILE\n"
+    "  --arch ARCH            NVRTC target (default sm_90a)\n"
+    "  --print-ir-after-all   print the IR after every pass to stderr\n"
+    "  --ptxas-verbose        print ptxas' register/spill report (ptx, cubin)\n"
+    "  --version              print the QLA and NVRTC versions\n"
+    "  -h, --help             this text\n";
+
+int fail(const std::string &msg) {
+  std::cerr << "qlac: error: " << msg << "\n";
+  return 1;
+}
+
+bool addDefine(const std::string &kv, qla::CompileOptions &o) {
+  auto eq = kv.find('=');
+  if (eq == std::string::npos || eq == 0) return false;
+  o.defines[kv.substr(0, eq)] = kv.substr(eq + 1);
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  std::string input, output, emit = "cuda", arch = "sm_90a";
+  bool ptxasVerbose = false;
+  qla::CompileOptions opts;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&](const char *what) -> const char * {
+      if (i + 1 >= argc) return nullptr;
+      (void)what;
+      return argv[++i];
+    };
+    if (a == "-h" || a == "--help") {
+      std::cout << kUsage;
+      return 0;
+    } else if (a == "--version") {
+      std::cout << "qlac " << qla::qlaVersion() << " (NVRTC " << qla::rt::nvrtcVersion() << ")\n";
+      return 0;
+    } else if (a.rfind("--emit=", 0) == 0) {
+      emit = a.substr(7);
+    } else if (a == "--emit") {
+      const char *v = next("--emit");
+      if (!v) return fail("--emit needs a value");
+      emit = v;
+    } else if (a == "-D") {
+      const char *v = next("-D");
+      if (!v || !addDefine(v, opts)) return fail("-D needs NAME=VALUE");
+    } else if (a.rfind("-D", 0) == 0) {
+      if (!addDefine(a.substr(2), opts)) return fail("-D needs NAME=VALUE, got '" + a + "'");
+    } else if (a == "-o") {
+      const char *v = next("-o");
+      if (!v) return fail("-o needs a file name");
+      output = v;
+    } else if (a == "--arch" || a.rfind("--arch=", 0) == 0) {
+      const char *v = a == "--arch" ? next("--arch") : argv[i] + 7;
+      if (!v || !*v) return fail("--arch needs a value");
+      arch = v;
+    } else if (a == "--kernel") {
+      const char *v = next("--kernel");
+      if (!v) return fail("--kernel needs a name");
+      opts.kernel = v;
+    } else if (a == "--print-ir-after-all") {
+      opts.printIrAfterAll = true;
+    } else if (a == "--ptxas-verbose") {
+      ptxasVerbose = true;
+    } else if (!a.empty() && a[0] == '-') {
+      return fail("unknown option '" + a + "' (see --help)");
+    } else if (input.empty()) {
+      input = a;
+    } else {
+      return fail("more than one input file ('" + input + "', '" + a + "')");
+    }
+  }
+  if (input.empty()) {
+    std::cerr << kUsage;
+    return fail("no input file");
+  }
+  static const char *kinds[] = {"mlir", "mlir-lowered", "cuda", "ptx", "cubin", "info"};
+  if (std::find(std::begin(kinds), std::end(kinds), emit) == std::end(kinds))
+    return fail("unknown --emit kind '" + emit + "' (mlir, mlir-lowered, cuda, ptx, cubin, info)");
+
+  std::ifstream in(input, std::ios::binary);
+  if (!in) return fail("cannot open '" + input + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+
+  qla::CompiledKernel ck;
+  std::vector<std::string> diags;
+  if (!qla::compileQla(ss.str(), input, opts, ck, diags)) {
+    for (auto &d : diags) std::cerr << d << "\n";
+    return 1;
+  }
+  std::string result;
+  if (emit == "mlir") result = ck.tileIr;
+  else if (emit == "mlir-lowered") result = ck.loweredIr;
+  else if (emit == "cuda") result = ck.cuda;
+  else if (emit == "info") result = ck.info.serialize();
+  else {
+    qla::rt::NvrtcOptions no;
+    no.arch = arch;
+    if (ptxasVerbose) no.extra.push_back("--ptxas-options=-v");
+    qla::rt::NvrtcResult r = qla::rt::compileCuda(ck.cuda, ck.info.name, no);
+    if (!r.ok) {
+      std::cerr << input << ": error: " << r.error << "\n";
+      return 1;
+    }
+    if (ptxasVerbose) std::cerr << r.log;
+    result = emit == "ptx" ? r.ptx : r.cubin;
+  }
+  if (output.empty()) {
+    std::cout << result;
+    if (emit == "cubin") std::cerr << "qlac: note: writing a cubin to stdout\n";
+  } else {
+    std::ofstream out(output, std::ios::binary);
+    if (!out) return fail("cannot write '" + output + "'");
+    out << result;
+  }
+  return 0;
+}
