@@ -90,17 +90,20 @@ def main():
     print(f"JIT build: cold {cold['seconds']*1e3:.0f} ms ({cold['cache']}), "
           f"warm {warm['seconds']*1e3:.0f} ms ({warm['cache']})")
 
-    k = qla.compile(GEMM)
+    kernels = {"gemm.qla": qla.compile(GEMM),
+               "gemm_pipelined.qla": qla.compile(os.path.join(ROOT, "examples", "gemm_pipelined.qla"))}
     shapes = [(128, 256, 64), (256, 512, 128), (1000, 777, 520), (129, 257, 72), (3000, 1100, 4104),
               (4096, 4096, 4096), (1, 300, 64)]
     res["correctness"] = []
     ok = True
-    for i, (m, n, kk) in enumerate(shapes):
-        err, nan = check(k, m, n, kk, seed=1000 + i + int(time.time()) % 1000)
-        good = (err < 1e-2) and not nan
-        ok &= good
-        res["correctness"].append({"M": m, "N": n, "K": kk, "rms_rel": err, "nan": nan, "pass": good})
-        print(f"  M={m:5d} N={n:5d} K={kk:5d}  rms_rel={err:.2e}  {'PASS' if good else 'FAIL'}")
+    for name, k in kernels.items():
+        for i, (m, n, kk) in enumerate(shapes):
+            err, nan = check(k, m, n, kk, seed=1000 + i + int(time.time()) % 1000)
+            good = (err < 1e-2) and not nan
+            ok &= good
+            res["correctness"].append({"kernel": name, "M": m, "N": n, "K": kk, "rms_rel": err, "nan": nan,
+                                       "pass": good})
+            print(f"  {name:20s} M={m:5d} N={n:5d} K={kk:5d}  rms_rel={err:.2e}  {'PASS' if good else 'FAIL'}")
 
     S = args.size
     a = torch.randn(S, S, device="cuda", dtype=torch.bfloat16)
@@ -108,13 +111,16 @@ def main():
     c = torch.empty(S, S, device="cuda", dtype=torch.bfloat16)
     c2 = torch.empty(S, S, device="cuda", dtype=torch.bfloat16)
     flops = 2.0 * S * S * S
-    t_q = time_graph(lambda: k(a, b, c))
-    t_t = time_graph(lambda: torch.matmul(a, b.T, out=c2))
-    err = rms_rel(c, c2.float())
-    res["perf"] = {"M": S, "N": S, "K": S, "qla_ms": t_q, "torch_ms": t_t, "qla_tflops": flops / t_q / 1e9,
-                   "torch_tflops": flops / t_t / 1e9, "ratio": t_t / t_q, "rms_rel_vs_torch": err}
-    print(f"{S}^3 bf16: QLA {t_q:.3f} ms ({flops/t_q/1e9:.0f} TFLOP/s)  torch.matmul {t_t:.3f} ms "
-          f"({flops/t_t/1e9:.0f} TFLOP/s)  QLA/cuBLAS = {t_t/t_q:.1%}  (rms vs torch {err:.1e})")
+    res["perf"] = []
+    for name, k in kernels.items():
+        t_q = time_graph(lambda: k(a, b, c))
+        t_t = time_graph(lambda: torch.matmul(a, b.T, out=c2))
+        err = rms_rel(c, c2.float())
+        res["perf"].append({"kernel": name, "M": S, "N": S, "K": S, "qla_ms": t_q, "torch_ms": t_t,
+                            "qla_tflops": flops / t_q / 1e9, "torch_tflops": flops / t_t / 1e9,
+                            "ratio": t_t / t_q, "rms_rel_vs_torch": err})
+        print(f"{name:20s} {S}^3 bf16: QLA {t_q:.3f} ms ({flops/t_q/1e9:.0f} TFLOP/s)  torch.matmul {t_t:.3f} ms "
+              f"({flops/t_t/1e9:.0f} TFLOP/s)  QLA/cuBLAS = {t_t/t_q:.1%}  (rms vs torch {err:.1e})")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(res, f, indent=2)

@@ -82,7 +82,7 @@ void Emitter::fragStore(Value frag, const std::string &reg, const std::string &v
   auto t = cast<FragType>(frag.getType());
   std::string n = name(frag);
   if (is16(t.getElementType()))
-    line("qla_set_half_" + pfx(t.getElementType()) + "(" + n + "[(" + reg + ") / 2], (" + reg + ") % 2, " + value + ");");
+    line("qla::dev::set_" + pfx(t.getElementType()) + "x2_half(" + n + "[(" + reg + ") / 2], (" + reg + ") % 2, " + value + ");");
   else if (t.getElementType().isF32())
     line(n + "[" + reg + "] = " + value + ";");
   else

@@ -572,7 +572,7 @@ LogicalResult Emitter::emitKernel() {
     pos = nl + 1;
   }
   s += "// QLA-KERNEL-INFO-END\n";
-  s += "#include \"qla/device/all.cuh\"\n#include \"qla/device/smem_layout.cuh\"\n\n";
+  s += "#include \"qla/device/all.cuh\"\n\n";
   s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(threads) + ", 1) " + info_.name + "(\n";
   s += sig + ") {\n";
   s += "  extern __shared__ __align__(1024) unsigned char qla_smem_raw[];\n";

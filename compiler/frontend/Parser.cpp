@@ -17,8 +17,11 @@ namespace {
 
 struct ParseAbort {};
 
-// Deep nesting ("((((((...") must give an error, not a stack overflow.
+// Deep nesting ("((((((...") must give an error, not a stack overflow; so
+// must a very long operator chain, whose left-deep tree the later recursive
+// walks (sema, printers, destructors) would descend.
 constexpr int kMaxDepth = 200;
+constexpr size_t kMaxExprTokens = 4000;
 
 class Parser {
  public:
@@ -525,8 +528,21 @@ class Parser {
 
   // --- expressions -------------------------------------------------------------
   // Precedence (low to high): ?: || && ==,!= <,<=,>,>= +,- *,/,% unary postfix.
+  struct ExprGuard {
+    Parser &p;
+    explicit ExprGuard(Parser &pp) : p(pp) {
+      if (p.exprNest_++ == 0) p.exprStart_ = p.pos_;
+    }
+    ~ExprGuard() { --p.exprNest_; }
+  };
+  void checkExprLength() {
+    if (pos_ - exprStart_ > kMaxExprTokens)
+      fail(cur().loc, "expression too long (more than " + std::to_string(kMaxExprTokens) + " tokens)");
+  }
+
   ExprPtr parseExpr(bool noGreater = false) {
     DepthGuard g(*this);
+    ExprGuard eg(*this);
     ExprPtr c = parseBinary(1, noGreater);
     if (!at(Tok::Question)) return c;
     SourceLoc q = take().loc;
@@ -562,6 +578,7 @@ class Parser {
       BinaryOp op = BinaryOp::Add;
       int p = precedence(cur().kind, noGreater, op);
       if (p == 0 || p < minPrec) return lhs;
+      checkExprLength();
       SourceLoc opLoc = take().loc;
       ExprPtr rhs = parseBinary(p + 1, noGreater);
       SourceLoc l = lhs->loc;
@@ -641,6 +658,8 @@ class Parser {
   std::vector<Diagnostic> &diags_;
   size_t pos_ = 0;
   int depth_ = 0;
+  int exprNest_ = 0;       // parseExpr nesting
+  size_t exprStart_ = 0;   // first token of the outermost expression
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include "dialects/qla/Transforms/Passes.h"
 
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace mlir::qla {
 #define GEN_PASS_DEF_QLALOWERCHANNELS
@@ -67,11 +68,25 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
     for (ChannelOp ch : channels)
       if (failed(lowerChannel(ch))) return signalPassFailure();
 
-    SmallVector<LoadOp> oneShot;
-    fn.walk([&](LoadOp op) {
-      if (isa<SharedType>(op.getDst().getType())) oneShot.push_back(op);
+    // One-shot loads: consecutive loads (only side-effect-free ops between
+    // them) share one barrier and one wait, so their copies overlap.
+    SmallVector<SmallVector<LoadOp>> groups;
+    fn.walk([&](Block *block) {
+      SmallVector<LoadOp> run;
+      auto close = [&] {
+        if (!run.empty()) groups.push_back(run);
+        run.clear();
+      };
+      for (Operation &op : *block) {
+        auto load = dyn_cast<LoadOp>(op);
+        if (load && isa<SharedType>(load.getDst().getType()) && !op.getParentOfType<PutOp>())
+          run.push_back(load);
+        else if (op.getNumRegions() != 0 || !isMemoryEffectFree(&op))
+          close();
+      }
+      close();
     });
-    for (LoadOp op : oneShot) lowerOneShotLoad(op);
+    for (auto &g : groups) lowerOneShotLoads(g);
 
     if (!needSync) marker.erase();
   }
@@ -164,28 +179,32 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
     return success();
   }
 
-  void lowerOneShotLoad(LoadOp load) {
-    Location l = load.getLoc();
+  void lowerOneShotLoads(SmallVector<LoadOp> &loads) {
+    LoadOp last = loads.back();  // every offset is defined before it
+    Location l = loads.front().getLoc();
     Value bars = makeBarriers(l, 1, 1);
     Value ring;
     {
       OpBuilder b(initPoint);
       ring = b.create<RingOp>(l, RingType::get(&getContext(), 1), b.getStringAttr("load")).getResult();
     }
-    OpBuilder b(load);
-    // The tile may still be read by the group from an earlier iteration.
-    emitGroupSync(b, l, load);
+    int64_t bytes = 0;
+    for (LoadOp ld : loads) bytes += tileBytes(ld.getDst().getType());
+    OpBuilder b(last);
+    // The tiles may still be read by the group from an earlier iteration.
+    emitGroupSync(b, l, last);
     Value slot = b.create<RingSlotOp>(l, b.getIndexType(), ring);
     Value phase = b.create<RingPhaseOp>(l, b.getI32Type(), ring);
     auto elect = b.create<ElectOp>(l);
     elect.getBody().emplaceBlock();
     OpBuilder eb = OpBuilder::atBlockEnd(&elect.getBody().front());
-    eb.create<BarrierExpectTxOp>(l, bars, slot, eb.getI64IntegerAttr(tileBytes(load.getDst().getType())));
-    eb.create<TmaLoadOp>(l, load.getSrc(), load.getOffsets(), load.getDst(), bars, slot, load.getDroppedAttr());
+    eb.create<BarrierExpectTxOp>(l, bars, slot, eb.getI64IntegerAttr(bytes));
+    for (LoadOp ld : loads)
+      eb.create<TmaLoadOp>(ld.getLoc(), ld.getSrc(), ld.getOffsets(), ld.getDst(), bars, slot, ld.getDroppedAttr());
     eb.create<qlanv::YieldOp>(l);
     b.create<BarrierWaitOp>(l, bars, slot, phase);
     b.create<RingAdvanceOp>(l, ring);
-    load.erase();
+    for (LoadOp ld : loads) ld->erase();
   }
 };
 

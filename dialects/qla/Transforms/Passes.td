@@ -29,6 +29,20 @@ def QlaLowerChannels : Pass<"qla-lower-channels", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::qlanv::QlanvDialect", "::mlir::arith::ArithDialect"];
 }
 
+def QlaLowerPipelines : Pass<"qla-lower-pipelines", "::mlir::func::FuncOp"> {
+  let summary = "Lower pipeline loops: multi-buffer their global→shared loads and issue them `stages` iterations ahead";
+  let description = [{
+    The shared tiles a `qla.pipeline` body loads into get `stages` copies and
+    a ring of `full` mbarriers. A prologue issues the loads of the first
+    `stages` iterations; each iteration waits on its slot (phase from the
+    ring cursor), runs the body on that slot's tiles, synchronizes the group
+    and refills the slot with the loads of iteration k + stages. The load
+    offsets are recomputed for the later iteration by cloning their
+    arithmetic.
+  }];
+  let dependentDialects = ["::mlir::qlanv::QlanvDialect", "::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect"];
+}
+
 def QlaLowerToQlanv : Pass<"qla-lower-to-qlanv", "::mlir::func::FuncOp"> {
   let summary = "Lower gemms to wgmma chains and roles to warpgroup regions";
   let description = [{

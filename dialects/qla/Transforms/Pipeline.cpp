@@ -6,6 +6,7 @@ void mlir::qla::buildQlaPipeline(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
   auto &fpm = pm.nest<func::FuncOp>();
   fpm.addPass(createQlaInferLayouts());
+  fpm.addPass(createQlaLowerPipelines());
   fpm.addPass(createQlaLowerChannels());
   fpm.addPass(createQlaLowerToQlanv());
   fpm.addPass(createQlaInsertFences());

@@ -122,3 +122,10 @@ TEST_CASE("fuzz: hostile -D values on the samples", "[fuzz]") {
     }
   }
 }
+
+TEST_CASE("fuzz: the longest allowed expression checks and prints", "[fuzz]") {
+  std::string chain = "kernel k(A: f32[M]) grid(1) threads(128) { let x = M";
+  for (int i = 0; i < 1990; ++i) chain += (i % 2 ? " + M" : " * 2");
+  std::vector<Diagnostic> diags = runAll(chain + " }");
+  CHECK(diags.empty());
+}

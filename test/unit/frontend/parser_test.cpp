@@ -313,6 +313,11 @@ TEST_CASE("parser: deep nesting is an error, not a crash", "[parser]") {
   r = parseQla(blocks, "t.qla");
   REQUIRE_FALSE(r.module);
   CHECK(r.diags[0].message == "nesting too deep");
+  std::string chain = "kernel k() grid(1) threads(128) { let x = 1";
+  for (int i = 0; i < 100000; ++i) chain += " + 1";
+  r = parseQla(chain + " }", "t.qla");
+  REQUIRE_FALSE(r.module);
+  CHECK(r.diags[0].message == "expression too long (more than 4000 tokens)");
   std::string neg = "kernel k() grid(1) threads(128) { let x = " + std::string(5000, '-') + "1 }";
   r = parseQla(neg, "t.qla");
   REQUIRE_FALSE(r.module);

@@ -557,3 +557,28 @@ TEST_CASE("sema: errors are collected, not fatal", "[sema]") {
   CHECK(d[2].loc.line == 6);
   CHECK(d[3].message.find("cannot be used as a scalar") != std::string::npos);
 }
+
+TEST_CASE("sema: the error example of docs/language.md", "[sema]") {
+  auto d = diagsOf(
+      "kernel k(A: bf16[M, K], C: out f32[M, K], s: f32, n: i32) grid(1) threads(256) {\n"
+      "  let x = 1.5 % 2\n"
+      "  shared a: bf16[n, 64]\n"
+      "  frag f: f32[64, 32]\n"
+      "  copy A[0 :+ 64, 0 :+ 64] -> f\n"
+      "  copy f -> A[0 :+ 64, 0 :+ 32]\n"
+      "  if n { }\n"
+      "}\n");
+  CHECK(formatDiagnostics(d) ==
+        "t.qla:2:15: error: operator '%' needs int operands, got float and int\n"
+        "t.qla:3:18: error: a tile extent must be a compile-time constant, but 'n' is not\n"
+        "t.qla:5:8: error: slice shape [64, 64] of 'A' does not match shape [64, 32] of tile 'f'\n"
+        "t.qla:6:13: error: cannot write tensor 'A': it is not declared 'out'\n"
+        "t.qla:7:6: error: a condition must be bool, got int\n");
+}
+
+TEST_CASE("sema: names are visible from their declaration on", "[sema]") {
+  CHECK(err(K("let a = b\nlet b = 1")) == "t.qla:4:9: error: use of undeclared name 'b'");
+  CHECK(diagsOf("kernel k() grid(1) threads(256) {\n  role a: warpgroup 0 { put ch -> (x) { } }\n"
+                "  channel ch: { t: f32[4] } depth(1)\n  role b: warpgroup 1 { get ch -> (y) { } }\n}")[0]
+            .str() == "t.qla:2:29: error: use of undeclared name 'ch'");
+}

@@ -10,3 +10,4 @@
 #include "qla/device/ldstmatrix.cuh"
 #include "qla/device/regs.cuh"
 #include "qla/device/math.cuh"
+#include "qla/device/smem_layout.cuh"

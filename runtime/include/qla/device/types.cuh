@@ -82,6 +82,16 @@ __device__ __forceinline__ float unpack_f16x2_lo(u32 v) {
 __device__ __forceinline__ float unpack_f16x2_hi(u32 v) {
   f16 h; h.bits = (unsigned short)(v >> 16); return to_float(h);
 }
+// Replace one half (hi != 0: the upper) of a packed pair, e.g. one element of
+// a 16-bit register fragment stored two to a register.
+__device__ __forceinline__ void set_bf16x2_half(u32& w, int hi, float v) {
+  const u32 b = pack_bf16x2(v, v);
+  w = hi ? ((w & 0x0000ffffu) | (b & 0xffff0000u)) : ((w & 0xffff0000u) | (b & 0x0000ffffu));
+}
+__device__ __forceinline__ void set_f16x2_half(u32& w, int hi, float v) {
+  const u32 b = pack_f16x2(v, v);
+  w = hi ? ((w & 0x0000ffffu) | (b & 0xffff0000u)) : ((w & 0xffff0000u) | (b & 0x0000ffffu));
+}
 
 // Opaque TMA descriptor, layout-compatible with the driver's CUtensorMap:
 // 128 bytes. The TMA unit needs it 64-byte aligned; CUDA 13's cuda.h declares

@@ -1,0 +1,176 @@
+// Every kernel of every examples/*.qla (globbed at run time, so a new example
+// is covered without touching this file) compiles with the QLA compiler and
+// NVRTC to an sm_90a cubin without register spills; gemm.qla's PTX uses the
+// Hopper instructions it is meant to (wgmma, TMA, mbarrier waits, setmaxnreg).
+// No GPU needed.
+#include <catch2/catch.hpp>
+
+#include <dirent.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "qla/compiler/Compiler.h"
+#include "qla/runtime/Nvrtc.h"
+
+namespace {
+
+std::string examplesDir() { return std::string(QLA_SOURCE_DIR) + "/examples"; }
+
+std::vector<std::string> exampleFiles() {
+  std::vector<std::string> names;
+  if (DIR *d = ::opendir(examplesDir().c_str())) {
+    while (dirent *e = ::readdir(d)) {
+      std::string n = e->d_name;
+      if (n.size() > 4 && n.compare(n.size() - 4, 4, ".qla") == 0) names.push_back(n);
+    }
+    ::closedir(d);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string readFile(const std::string &path) {
+  std::ifstream f(path, std::ios::binary);
+  REQUIRE(f.good());
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::string joined(const std::vector<std::string> &v) {
+  std::string s;
+  for (auto &l : v) s += l + "\n";
+  return s;
+}
+
+// What ptxas -v says about one entry function:
+//   ptxas info    : Compiling entry function 'qla_gemm_…' for 'sm_90a'
+//   ptxas info    : Function properties for qla_gemm_…
+//       0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+//   ptxas info    : Used 168 registers, used 1 barriers, 904 bytes cmem[0]
+struct PtxasReport {
+  bool found = false;       // "Compiling entry function '<name>'" seen
+  std::string properties;   // the "bytes stack frame, ... spill loads" line
+  int registers = -1;       // from "Used N registers"
+};
+
+PtxasReport parsePtxas(const std::string &log, const std::string &kernel) {
+  PtxasReport r;
+  std::vector<std::string> lines;
+  std::istringstream in(log);
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].find("Compiling entry function '" + kernel + "'") == std::string::npos) continue;
+    r.found = true;
+    // Until the next function's report.
+    for (size_t j = i + 1; j < lines.size(); ++j) {
+      const std::string &l = lines[j];
+      if (l.find("Compiling entry function") != std::string::npos ||
+          l.find("Compiling function") != std::string::npos)
+        break;
+      if (l.find("Function properties for " + kernel) != std::string::npos && j + 1 < lines.size())
+        r.properties = lines[j + 1];
+      size_t u = l.find("Used ");
+      if (u != std::string::npos && l.find(" registers", u) != std::string::npos && r.registers < 0)
+        r.registers = std::atoi(l.c_str() + u + 5);
+    }
+    break;
+  }
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("ptxas report parser", "[compiler][examples]") {
+  std::string log =
+      "ptxas info    : 0 bytes gmem\n"
+      "ptxas info    : Compiling entry function 'qla_a_1' for 'sm_90a'\n"
+      "ptxas info    : Function properties for qla_a_1\n"
+      "    0 bytes stack frame, 8 bytes spill stores, 8 bytes spill loads\n"
+      "ptxas info    : Used 255 registers, used 1 barriers, 384 bytes cmem[0]\n"
+      "ptxas info    : Compiling entry function 'qla_b_2' for 'sm_90a'\n"
+      "ptxas info    : Function properties for qla_b_2\n"
+      "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+      "ptxas info    : Used 40 registers, used 0 barriers, 400 bytes cmem[0]\n";
+  PtxasReport a = parsePtxas(log, "qla_a_1"), b = parsePtxas(log, "qla_b_2"), c = parsePtxas(log, "qla_c");
+  CHECK(a.found);
+  CHECK(a.registers == 255);
+  CHECK(a.properties.find("8 bytes spill stores") != std::string::npos);
+  CHECK(b.found);
+  CHECK(b.registers == 40);
+  CHECK(b.properties.find("0 bytes spill loads") != std::string::npos);
+  CHECK_FALSE(c.found);
+}
+
+TEST_CASE("every example kernel compiles to an sm_90a cubin without spills", "[compiler][examples][nvrtc]") {
+  std::vector<std::string> files = exampleFiles();
+  INFO("examples directory: " << examplesDir());
+  REQUIRE(!files.empty());
+  REQUIRE(std::find(files.begin(), files.end(), "gemm.qla") != files.end());
+
+  int compiled = 0;
+  std::vector<std::string> summary;  // one line per kernel, printed at the end (registers, spills)
+  for (const std::string &file : files) {
+    std::string path = examplesDir() + "/" + file;
+    std::string source = readFile(path);
+    std::vector<std::string> kernels, diags;
+    bool listed = qla::listKernels(source, path, kernels, diags);
+    INFO(file << ": " << joined(diags));
+    CHECK(listed);
+    CHECK(!kernels.empty());
+
+    for (const std::string &kernel : kernels) {
+      INFO("kernel '" << kernel << "' of " << file);
+      qla::CompileOptions co;
+      co.kernel = kernel;
+      qla::CompiledKernel ck;
+      std::vector<std::string> cdiags;
+      bool ok = qla::compileQla(source, path, co, ck, cdiags);
+      INFO(joined(cdiags));
+      CHECK(ok);
+      if (!ok) continue;
+      CHECK(ck.info.name.rfind("qla_" + kernel + "_", 0) == 0);
+      CHECK(ck.cuda.find(ck.info.name) != std::string::npos);
+
+      qla::rt::NvrtcOptions no;
+      no.arch = "sm_90a";
+      no.extra = {"--ptxas-options=-v"};
+      qla::rt::NvrtcResult r = qla::rt::compileCuda(ck.cuda, ck.info.name, no);
+      INFO(r.error);
+      CHECK(r.ok);
+      if (!r.ok) continue;
+      ++compiled;
+      CHECK(r.cubin.size() > 4);
+      CHECK(r.cubin.compare(0, 4, "\x7f" "ELF") == 0);
+      CHECK(r.ptx.find(".target sm_90a") != std::string::npos);
+      CHECK(r.ptx.find(".entry " + ck.info.name) != std::string::npos);
+
+      PtxasReport rep = parsePtxas(r.log, ck.info.name);
+      INFO("NVRTC log:\n" << r.log);
+      CHECK(rep.found);
+      CHECK(rep.registers > 0);
+      CHECK(rep.properties.find(" 0 bytes spill stores") != std::string::npos);
+      CHECK(rep.properties.find(" 0 bytes spill loads") != std::string::npos);
+      std::ostringstream line;
+      line << file << " / " << kernel << " (" << ck.info.name << "): " << rep.registers << " registers, "
+           << ck.info.threads << " threads, " << ck.info.dynamicSmemBytes << " B dynamic smem;" << rep.properties;
+      summary.push_back(line.str());
+
+      if (file == "gemm.qla") {
+        // The warp-specialized Hopper GEMM: TMA loads into a multi-stage
+        // mbarrier pipeline, wgmma on the math warpgroups, register
+        // reallocation between the producer and the consumers.
+        for (const char *insn : {"wgmma.mma_async", "cp.async.bulk.tensor", "mbarrier.try_wait.parity", "setmaxnreg"}) {
+          INFO("PTX instruction " << insn);
+          CHECK(r.ptx.find(insn) != std::string::npos);
+        }
+      }
+    }
+  }
+  CHECK(compiled > 0);
+  for (const std::string &line : summary) WARN(line);
+}
