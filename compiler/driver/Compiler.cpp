@@ -10,6 +10,7 @@
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/raw_ostream.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
 
 #ifndef QLA_VERSION
 #define QLA_VERSION "0.0.0"
@@ -42,6 +43,29 @@ std::string printOp(mlir::Operation *op) {
   return os.str();
 }
 
+}  // namespace
+
+namespace {
+bool lowerAndEmit(mlir::MLIRContext &ctx, mlir::ModuleOp mod, const CompileOptions &options,
+                         CompiledKernel &out) {
+  mlir::PassManager pm(&ctx);
+  if (options.printIrAfterAll) {
+    pm.enableIRPrinting(
+        [](mlir::Pass *, mlir::Operation *) { return false; },
+        [](mlir::Pass *, mlir::Operation *) { return true; },
+        /*printModuleScope=*/true, /*printAfterOnlyOnChange=*/false);
+  }
+  mlir::qla::buildQlaPipeline(pm);
+  if (mlir::failed(pm.run(mod))) return false;
+  out.loweredIr = printOp(mod);
+
+  auto fn = *mod.getOps<mlir::func::FuncOp>().begin();
+  compiler::EmittedKernel ek;
+  if (mlir::failed(compiler::emitCuda(fn, ek))) return false;
+  out.cuda = std::move(ek.source);
+  out.info = std::move(ek.info);
+  return true;
+}
 }  // namespace
 
 bool listKernels(const std::string &source, const std::string &filename, std::vector<std::string> &names,
@@ -96,23 +120,43 @@ bool compileQla(const std::string &source, const std::string &filename, const Co
   if (mlir::failed(mlir::verify(mod))) return false;
   out.tileIr = printOp(mod);
 
-  mlir::PassManager pm(&ctx);
-  if (options.printIrAfterAll) {
-    pm.enableIRPrinting(
-        [](mlir::Pass *, mlir::Operation *) { return false; },
-        [](mlir::Pass *, mlir::Operation *) { return true; },
-        /*printModuleScope=*/true, /*printAfterOnlyOnChange=*/false);
-  }
-  mlir::qla::buildQlaPipeline(pm);
-  if (mlir::failed(pm.run(mod))) return false;
-  out.loweredIr = printOp(mod);
+  return lowerAndEmit(ctx, mod, options, out);
+}
 
-  auto fn = *mod.getOps<mlir::func::FuncOp>().begin();
-  compiler::EmittedKernel ek;
-  if (mlir::failed(compiler::emitCuda(fn, ek))) return false;
-  out.cuda = std::move(ek.source);
-  out.info = std::move(ek.info);
-  return true;
+bool compileQlaMlir(const std::string &mlirText, const std::string &filename, const CompileOptions &options,
+                    CompiledKernel &out, std::vector<std::string> &diagnostics) {
+  mlir::MLIRContext ctx;
+  ctx.loadDialect<mlir::qla::QlaDialect, mlir::qlanv::QlanvDialect, mlir::arith::ArithDialect,
+                  mlir::scf::SCFDialect, mlir::math::MathDialect, mlir::func::FuncDialect>();
+  ctx.disableMultithreading();
+  mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
+    diagnostics.push_back(formatMlirDiag(d));
+    return mlir::success();
+  });
+  mlir::ParserConfig config(&ctx);
+  mlir::OwningOpRef<mlir::ModuleOp> owned = mlir::parseSourceString<mlir::ModuleOp>(mlirText, config, filename);
+  if (!owned) return false;
+  mlir::ModuleOp mod = *owned;
+  auto fns = mod.getOps<mlir::func::FuncOp>();
+  if (fns.empty()) {
+    diagnostics.push_back(filename + ": error: no kernel (func.func) in the module");
+    return false;
+  }
+  // Keep only the requested kernel (default: the first).
+  mlir::func::FuncOp keep = *fns.begin();
+  if (!options.kernel.empty()) {
+    keep = nullptr;
+    for (auto f : fns)
+      if (f.getSymName() == options.kernel) keep = f;
+    if (!keep) {
+      diagnostics.push_back(filename + ": error: no kernel named '" + options.kernel + "'");
+      return false;
+    }
+  }
+  for (auto f : llvm::make_early_inc_range(mod.getOps<mlir::func::FuncOp>()))
+    if (f != keep) f.erase();
+  out.tileIr = printOp(mod);
+  return lowerAndEmit(ctx, mod, options, out);
 }
 
 }  // namespace qla

@@ -126,7 +126,8 @@ LogicalResult Emitter::emitFill(FillOp op) {
 }
 
 std::string Emitter::globalElementOffset(Value g, ValueRange offsets, ArrayRef<int64_t> dropped,
-                                         ArrayRef<std::string> tileIdx, std::string &inBounds) {
+                                         ArrayRef<std::string> tileIdx, std::string &inBounds,
+                                         ValueRange limits, ArrayRef<int64_t> limitDims) {
   int t = tensorIndex(g);
   const TensorArgInfo &ti = info_.tensors[t];
   std::string off = "0LL";
@@ -137,17 +138,20 @@ std::string Emitter::globalElementOffset(Value g, ValueRange offsets, ArrayRef<i
     std::string idx = "(" + name(offsets[d]) + (drop ? "" : " + " + tileIdx[k++]) + ")";
     off += " + (long long)" + idx + " * " + tensorNames_[t] + "_stride" + str(d);
     inBounds += " && " + idx + " >= 0 && " + idx + " < " + ti.dims[d];
+    for (auto [lim, ld] : llvm::zip(limits, limitDims))
+      if (ld == (int64_t)d) inBounds += " && " + idx + " < " + name(lim);
   }
   return off;
 }
 
 LogicalResult Emitter::emitLoad(LoadOp op) {
   auto dst = dyn_cast<FragType>(op.getDst().getType());
-  if (!dst) return op.emitOpError("global→shared loads are lowered to TMA before emission (run qla-lower-channels)");
+  if (!dst) return emitLoadToShared(op);
   Type gt = op.getSrc().getType().getElementType();
   RegLoop l = openRegLoop(dst);
   std::string inb;
-  std::string off = globalElementOffset(op.getSrc(), op.getOffsets(), op.getDropped(), l.idx, inb);
+  std::string off = globalElementOffset(op.getSrc(), op.getOffsets(), op.getDropped(), l.idx, inb, op.getLimits(),
+                                        op.getLimitDims());
   std::string v = declareStr("float", "(" + inb + ") ? " + loadAsFloat(gt, name(op.getSrc()) + "[" + off + "]") + " : 0.0f", "ld");
   fragStore(op.getDst(), l.reg, v);
   closeLoop();
@@ -160,7 +164,8 @@ LogicalResult Emitter::emitStore(StoreOp op) {
   if (auto src = dyn_cast<FragType>(op.getSrc().getType())) {
     RegLoop l = openRegLoop(src);
     std::string inb;
-    std::string off = globalElementOffset(op.getDst(), op.getOffsets(), op.getDropped(), l.idx, inb);
+    std::string off = globalElementOffset(op.getDst(), op.getOffsets(), op.getDropped(), l.idx, inb, op.getLimits(),
+                                          op.getLimitDims());
     line("if (" + inb + ") " + g + "[" + off + "] = " + storeFromFloat(gt, fragElem(op.getSrc(), l.reg)) + ";");
     closeLoop();
     return success();
@@ -181,7 +186,8 @@ LogicalResult Emitter::emitStore(StoreOp op) {
   std::string col = declareStr("int", e + " % " + str(cols), "col");
   idx.push_back(col);
   std::string inb;
-  std::string off = globalElementOffset(op.getDst(), op.getOffsets(), op.getDropped(), idx, inb);
+  std::string off = globalElementOffset(op.getDst(), op.getOffsets(), op.getDropped(), idx, inb, op.getLimits(),
+                                        op.getLimitDims());
   line("if (" + inb + ") " + g + "[" + off + "] = " + name(op.getSrc()) + "[" + smemIndex(src, row, col) + "];");
   closeLoop();
   return success();
@@ -302,6 +308,10 @@ LogicalResult Emitter::emitParallel(ParallelOp op) {
 }
 
 LogicalResult Emitter::emitWgmmaFence(ValueRange frags) {
+  // wgmma is a .sync.aligned instruction: every warp must be converged when
+  // it reaches it. Loops with per-thread trip counts before it (scans, the
+  // triangular inverse, bounded copies) do not guarantee that by themselves.
+  line("__syncwarp();");
   for (Value f : frags) line("qla::dev::warpgroup_fence_regs(" + name(f) + ");");
   line("qla::dev::wgmma_fence();");
   return success();
@@ -362,6 +372,197 @@ LogicalResult Emitter::emitWgmma(WgmmaOp op) {
   }
   --indent_;
   line("}");
+  return success();
+}
+
+// Declares `name` as a float pointer to the op's scratch in the arena.
+LogicalResult Emitter::scratchPointer(Operation *op, const std::string &name) {
+  auto off = op->getAttrOfType<IntegerAttr>("qla.scratch_offset");
+  if (!off) return op->emitOpError("has no shared scratch (run qla-assign-resources)");
+  line("float* const " + name + " = reinterpret_cast<float*>(qla_smem + " + str(off.getInt()) + ");");
+  return success();
+}
+
+// Bounded (or otherwise non-TMA) global→shared copy: the group's threads
+// stride over the tile, then make the generic-proxy writes visible to the
+// async proxy (wgmma) and to the group.
+LogicalResult Emitter::emitLoadToShared(LoadOp op) {
+  auto dst = cast<SharedType>(op.getDst().getType());
+  Type gt = op.getSrc().getType().getElementType();
+  auto s = dst.getShape();
+  int64_t cols = s.back(), total = dst.getNumElements();
+  int64_t nthreads = (group().end - group().begin + 1) * 128;
+  line(groupSync());
+  std::string e = fresh("e");
+  line("for (int " + e + " = (int)threadIdx.x - " + str(group().begin * 128) + "; " + e + " < " + str(total) + "; " + e +
+       " += " + str(nthreads) + ") {");
+  ++indent_;
+  std::vector<std::string> idx;
+  std::string row = s.size() == 2 ? declareStr("int", e + " / " + str(cols), "row") : "0";
+  if (s.size() == 2) idx.push_back(row);
+  std::string col = declareStr("int", e + " % " + str(cols), "col");
+  idx.push_back(col);
+  std::string inb;
+  std::string off = globalElementOffset(op.getSrc(), op.getOffsets(), op.getDropped(), idx, inb, op.getLimits(),
+                                        op.getLimitDims());
+  std::string zero = dst.getElementType().isBF16() ? "qla::dev::to_bf16(0.0f)"
+                     : dst.getElementType().isF16() ? "qla::dev::to_f16(0.0f)"
+                                                    : "(" + dtypeCType(dst.getElementType()) + ")0";
+  std::string v = name(op.getSrc()) + "[" + off + "]";
+  if (gt != dst.getElementType()) v = storeFromFloat(dst.getElementType(), loadAsFloat(gt, v));
+  line(name(op.getDst()) + "[" + smemIndex(dst, row, col) + "] = (" + inb + ") ? " + v + " : " + zero + ";");
+  closeLoop();
+  line("qla::dev::fence_proxy_async_shared();");
+  line(groupSync());
+  return success();
+}
+
+LogicalResult Emitter::emitGlobalRead(GlobalReadOp op) {
+  int t = tensorIndex(op.getSrc());
+  const TensorArgInfo &ti = info_.tensors[t];
+  std::string off = "0LL", inb = "true";
+  for (auto [d, v] : llvm::enumerate(op.getIndices())) {
+    off += " + (long long)" + name(v) + " * " + tensorNames_[t] + "_stride" + str(d);
+    inb += " && " + name(v) + " >= 0 && " + name(v) + " < " + ti.dims[d];
+  }
+  Type et = op.getSrc().getType().getElementType();
+  std::string load = name(op.getSrc()) + "[" + off + "]";
+  if (op.getResult().getType().isIndex())
+    declare(op.getResult(), "int", "(" + inb + ") ? (int)" + load + " : 0", "g");
+  else
+    declare(op.getResult(), "float", "(" + inb + ") ? " + loadAsFloat(et, load) + " : 0.0f", "g");
+  return success();
+}
+
+// One element at a uniform index: its owner(s) write it to shared memory,
+// everyone reads it back.
+LogicalResult Emitter::emitFragPick(FragPickOp op) {
+  auto t = op.getFrag().getType();
+  std::string slot = fresh("qla_pick");
+  if (failed(scratchPointer(op, slot))) return failure();
+  slot = "(*" + slot + ")";
+  line(groupSync());
+  RegLoop l = openRegLoop(t);
+  std::string cond;
+  for (auto [k, v] : llvm::enumerate(op.getIndices()))
+    cond += std::string(k ? " && " : "") + l.idx[t.getShape().size() == 1 ? 0 : k] + " == " + name(v);
+  line("if (" + cond + ") " + slot + " = " + fragElem(op.getFrag(), l.reg) + ";");
+  closeLoop();
+  line(groupSync());
+  if (op.getResult().getType().isIndex()) declare(op.getResult(), "int", "(int)" + slot, "pick");
+  else declare(op.getResult(), "float", slot, "pick");
+  return success();
+}
+
+// Inclusive prefix scan of a 1-D fragment: stage the vector in shared
+// memory, let the group's first warp scan it in 32-element steps with
+// shuffles, then every register reads its prefix. No per-thread trip counts:
+// every warp stays converged (later wgmma and bar.sync need that).
+LogicalResult Emitter::emitScan(ScanOp op) {
+  auto s = op.getSrc().getType(), d = op.getDst().getType();
+  // Staging through shared memory lets source and result have different
+  // layouts (a row vector scanned into a column vector).
+  if (s.getShape().size() != 1 || s.getWarpgroups() != d.getWarpgroups())
+    return op.emitOpError("only scans of 1-D fragments (row or column vectors) are emitted yet");
+  int64_t n = s.getShape()[0];
+  std::string buf = fresh("qla_scan");
+  if (failed(scratchPointer(op, buf))) return failure();
+  line(groupSync());
+  {
+    RegLoop l = openRegLoop(s);
+    line(buf + "[" + l.idx[0] + "] = " + fragElem(op.getSrc(), l.reg) + ";");
+    closeLoop();
+  }
+  line(groupSync());
+  std::string init = op.getKind() == ReduceKind::add ? "0.0f"
+                     : op.getKind() == ReduceKind::max ? "-__int_as_float(0x7f800000)"
+                                                       : "__int_as_float(0x7f800000)";
+  auto comb = [&](const std::string &a, const std::string &b) {
+    return op.getKind() == ReduceKind::add ? "(" + a + " + " + b + ")"
+           : op.getKind() == ReduceKind::max ? "fmaxf(" + a + ", " + b + ")"
+                                             : "fminf(" + a + ", " + b + ")";
+  };
+  line("if ((int)threadIdx.x / 32 == " + str(group().begin * 4) + ") {  // the group's first warp scans");
+  ++indent_;
+  std::string carry = fresh("carry"), base = fresh("base");
+  line("float " + carry + " = " + init + ";");
+  line("for (int " + base + " = 0; " + base + " < " + str(n) + "; " + base + " += 32) {");
+  ++indent_;
+  line("const bool in_ = " + base + " + qla_lane < " + str(n) + ";");
+  line("float v_ = in_ ? " + buf + "[" + base + " + qla_lane] : " + init + ";");
+  line("#pragma unroll");
+  line("for (int o_ = 1; o_ < 32; o_ *= 2) {");
+  line("  const float u_ = __shfl_up_sync(0xffffffffu, v_, o_);");
+  line("  if (qla_lane >= o_) v_ = " + comb("v_", "u_") + ";");
+  line("}");
+  line("v_ = " + comb("v_", carry) + ";");
+  line("if (in_) " + buf + "[" + base + " + qla_lane] = v_;");
+  line(carry + " = __shfl_sync(0xffffffffu, v_, 31);");
+  --indent_;
+  line("}");
+  --indent_;
+  line("}");
+  line(groupSync());
+  RegLoop l = openRegLoop(d);
+  fragStore(op.getDst(), l.reg, buf + "[" + l.idx[0] + "]");
+  closeLoop();
+  line(groupSync());
+  return success();
+}
+
+// (I + strictly_lower(L))^-1 by forward substitution in shared memory, f32:
+// row i of X depends on rows < i, so rows go one after another and the
+// columns of a row go to different threads. The loops have uniform trip
+// counts (threads past the row's end compute and discard), so warps never
+// diverge around the barriers.
+LogicalResult Emitter::emitInvUnitLower(InvUnitLowerOp op) {
+  auto s = op.getSrc().getType();
+  int64_t n = s.getShape()[0];
+  int64_t nthreads = (group().end - group().begin + 1) * 128;
+  if (n > nthreads) return op.emitOpError("matrices larger than the group's thread count are not supported yet");
+  if (s.getLayout() != FragType::Acc) return op.emitOpError("needs an accumulator-layout fragment");
+  int64_t ld = n + 1;  // padded rows: no bank conflicts on column reads
+  std::string L = fresh("qla_inv_l"), X = fresh("qla_inv_x");
+  if (failed(scratchPointer(op, L))) return failure();
+  line("float* const " + X + " = " + L + " + " + str(n * ld) + ";");
+  std::string tid = declareStr("int", "(int)threadIdx.x - " + str(group().begin * 128), "tid");
+  line(groupSync());
+  // X starts at zero: entries on and above the diagonal then add nothing.
+  std::string z = fresh("z");
+  line("for (int " + z + " = " + tid + "; " + z + " < " + str(n * ld) + "; " + z + " += " + str(nthreads) + ") " + X + "[" +
+       z + "] = 0.0f;");
+  {
+    RegLoop l = openRegLoop(s);
+    line(L + "[" + l.idx[0] + " * " + str(ld) + " + " + l.idx[1] + "] = " + fragElem(op.getSrc(), l.reg) + ";");
+    closeLoop();
+  }
+  line(groupSync());
+  std::string col = declareStr("int", tid + " < " + str(n) + " ? " + tid + " : " + str(n - 1), "col");
+  std::string i = fresh("i");
+  line("for (int " + i + " = 1; " + i + " < " + str(n) + "; ++" + i + ") {");
+  ++indent_;
+  line("const float* const lrow_ = " + L + " + " + i + " * " + str(ld) + ";");
+  line("float a0 = lrow_[" + col + "], a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;");
+  std::string k = fresh("k");
+  line("int " + k + " = 0;");
+  line("for (; " + k + " + 3 < " + i + "; " + k + " += 4) {");
+  line("  a0 += lrow_[" + k + "] * " + X + "[" + k + " * " + str(ld) + " + " + col + "];");
+  line("  a1 += lrow_[" + k + " + 1] * " + X + "[(" + k + " + 1) * " + str(ld) + " + " + col + "];");
+  line("  a2 += lrow_[" + k + " + 2] * " + X + "[(" + k + " + 2) * " + str(ld) + " + " + col + "];");
+  line("  a3 += lrow_[" + k + " + 3] * " + X + "[(" + k + " + 3) * " + str(ld) + " + " + col + "];");
+  line("}");
+  line("for (; " + k + " < " + i + "; ++" + k + ") a0 += lrow_[" + k + "] * " + X + "[" + k + " * " + str(ld) + " + " +
+       col + "];");
+  line("if (" + tid + " < " + i + ") " + X + "[" + i + " * " + str(ld) + " + " + tid + "] = -((a0 + a1) + (a2 + a3));");
+  line(groupSync());
+  --indent_;
+  line("}");
+  RegLoop l = openRegLoop(op.getDst().getType());
+  line("const float x_ = " + l.idx[0] + " == " + l.idx[1] + " ? 1.0f : " + X + "[" + l.idx[0] + " * " + str(ld) + " + " +
+       l.idx[1] + "];");
+  fragStore(op.getDst(), l.reg, "x_");
+  closeLoop();
+  line(groupSync());
   return success();
 }
 

@@ -314,6 +314,24 @@ LogicalResult Emitter::emitOp(Operation *op) {
   if (auto o = dyn_cast<CastOp>(op)) return emitCast(o);
   if (auto o = dyn_cast<ReduceOp>(op)) return emitReduce(o);
   if (auto o = dyn_cast<ParallelOp>(op)) return emitParallel(o);
+  if (auto o = dyn_cast<ScanOp>(op)) return emitScan(o);
+  if (auto o = dyn_cast<InvUnitLowerOp>(op)) return emitInvUnitLower(o);
+  if (auto o = dyn_cast<FragPickOp>(op)) return emitFragPick(o);
+  if (auto o = dyn_cast<GlobalReadOp>(op)) return emitGlobalRead(o);
+  if (auto v = dyn_cast<VarOp>(op)) {
+    std::string n = fresh("var");
+    line(cType(v.getInit().getType()) + " " + n + " = " + name(v.getInit()) + ";");
+    bind(res(), n);
+    return success();
+  }
+  if (auto v = dyn_cast<VarGetOp>(op)) {
+    declare(res(), cType(res().getType()), name(v.getVar()));
+    return success();
+  }
+  if (auto v = dyn_cast<VarSetOp>(op)) {
+    line(name(v.getVar()) + " = " + name(v.getValue()) + ";");
+    return success();
+  }
 
   // --- qlanv ---
   if (auto s = dyn_cast<SlotOp>(op)) {

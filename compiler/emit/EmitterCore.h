@@ -40,9 +40,12 @@ class Emitter {
 
   // Global tensor access (EmitFragments.cpp)
   int tensorIndex(mlir::Value g) const;
+  // Element offset (in elements) of a tile element in a global slice, and the
+  // condition under which it is in range (tensor dims and `until` limits).
   std::string globalElementOffset(mlir::Value g, mlir::ValueRange offsets,
                                   llvm::ArrayRef<int64_t> dropped,
-                                  llvm::ArrayRef<std::string> tileIdx, std::string &inBounds);
+                                  llvm::ArrayRef<std::string> tileIdx, std::string &inBounds,
+                                  mlir::ValueRange limits = {}, llvm::ArrayRef<int64_t> limitDims = {});
 
   // --- fragments and tensor cores (EmitFragments.cpp) ---
   mlir::LogicalResult emitAllocFrag(mlir::qla::AllocFragOp op);
@@ -54,6 +57,12 @@ class Emitter {
   mlir::LogicalResult emitReduce(mlir::qla::ReduceOp op);
   mlir::LogicalResult emitParallel(mlir::qla::ParallelOp op);
   mlir::LogicalResult emitWgmma(mlir::qlanv::WgmmaOp op);
+  mlir::LogicalResult emitScan(mlir::qla::ScanOp op);
+  mlir::LogicalResult emitInvUnitLower(mlir::qla::InvUnitLowerOp op);
+  mlir::LogicalResult emitFragPick(mlir::qla::FragPickOp op);
+  mlir::LogicalResult emitGlobalRead(mlir::qla::GlobalReadOp op);
+  mlir::LogicalResult emitLoadToShared(mlir::qla::LoadOp op);
+  mlir::LogicalResult scratchPointer(mlir::Operation *op, const std::string &name);
   mlir::LogicalResult emitWgmmaFence(mlir::ValueRange frags);
 
   // Per-register iteration over a fragment: emits the loop header and binds

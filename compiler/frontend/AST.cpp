@@ -224,14 +224,34 @@ std::string exprString(const Expr &e) {
   case ExprKind::Convert:
     return std::string("convert<") + scalarTypeName(e.type) + ">(" +
            exprString(*static_cast<const ConvertExpr &>(e).operand) + ")";
+  case ExprKind::GlobalElem: {
+    auto &x = static_cast<const GlobalElemExpr &>(e);
+    std::string s = x.name + "[";
+    for (size_t i = 0; i < x.indices.size(); ++i) s += (i ? ", " : "") + exprString(*x.indices[i]);
+    return s + "]";
+  }
+  case ExprKind::FragPick: {
+    auto &x = static_cast<const FragPickExpr &>(e);
+    std::string s = x.name + "[";
+    for (size_t i = 0; i < x.indices.size(); ++i) s += (i ? ", " : "") + exprString(*x.indices[i]);
+    return s + "]";
+  }
   }
   return "?";
 }
 
 namespace {
 
+// A `?:` with a constant condition stands for its taken branch.
+const Expr &gridTaken(const Expr &e) {
+  if (auto *s = as<SelectExpr>(&e); s && !e.value && s->cond->value)
+    return gridTaken(s->cond->value->b ? *s->thenExpr : *s->elseExpr);
+  return e;
+}
+
 // Binding strength for minimal parentheses: atoms 3, * / % 2, + - 1.
-int gridPrec(const Expr &e) {
+int gridPrec(const Expr &x) {
+  const Expr &e = gridTaken(x);
   if (e.value) return e.value->i < 0 ? 0 : 3;
   if (auto *b = as<BinaryExpr>(&e)) {
     if (b->op == BinaryOp::Add || b->op == BinaryOp::Sub) return 1;
@@ -241,7 +261,8 @@ int gridPrec(const Expr &e) {
   return 3;
 }
 
-std::string gridStr(const Expr &e) {
+std::string gridStr(const Expr &x) {
+  const Expr &e = gridTaken(x);
   if (e.value) {
     int64_t v = e.value->type == ScalarType::Int ? e.value->i : int64_t(e.value->asDouble());
     return std::to_string(v);
@@ -312,12 +333,17 @@ class Dumper {
       s += " = " + e->value->str();
     return s;
   }
+  // "bf16", or "DT{bf16}" for a dtype specialization constant.
+  static std::string dtype(const std::string &name, const ParamDecl *param, DType dt) {
+    return param ? name + "{" + dtypeStr(dt) + "}" : name;
+  }
   static std::string tile(const TileDecl &t, const std::vector<ExprPtr> &extents) {
-    std::string s = t.name + ": " + t.dtypeName;
+    std::string s = t.name + ": " + dtype(t.dtypeName, t.dtypeParam, t.dtype);
     return s + (t.shape.empty() ? exprsStr(extents) : shapeStr(t.shape));
   }
   static std::string init(const FragInit &fi) {
     switch (fi.kind) {
+    case FragInit::Kind::InvUnitLower: return "inv_unit_lower(" + fi.sourceName + ")";
     case FragInit::Kind::None: return "";
     case FragInit::Kind::Fill: return "fill " + ex(fi.fill);
     case FragInit::Kind::Reduce:
@@ -335,6 +361,7 @@ class Dumper {
       const Slice &sl = r.slices[i];
       s += (i ? ", " : "") + exprString(*sl.start);
       if (sl.extent) s += " :+ " + std::to_string(sl.extentValue);
+      if (sl.limit) s += " until " + exprString(*sl.limit);
     }
     return s + "]";
   }
@@ -345,11 +372,13 @@ class Dumper {
                 std::to_string(k.clusterDims[2]) + " grid=(" + k.gridStrings[0] + ", " + k.gridStrings[1] +
                 ", " + k.gridStrings[2] + ")");
     for (const auto &p : k.params)
-      line(2, "param " + p->name + " = " + ex(p->defaultExpr) + " -> " + p->value.str() +
+      line(2, "param " + p->name + " = " + ex(p->defaultExpr) + " -> " +
+                  (p->isDType ? std::string("dtype ") + dtypeStr(p->dtypeValue) : p->value.str()) +
                   (p->overridden ? " (-D)" : ""));
     for (const auto &a : k.args) {
       if (auto *t = as<TensorArgDecl>(a.get())) {
-        std::string s = "tensor " + t->name + ": " + (t->isOutput ? "out " : "") + t->dtypeName + "[";
+        std::string s = "tensor " + t->name + ": " + (t->isOutput ? "out " : "") +
+                        dtype(t->dtypeName, t->dtypeParam, t->dtype) + "[";
         for (size_t i = 0; i < t->dims.size(); ++i)
           s += (i ? ", " : "") + (t->dims[i].sym ? t->dims[i].sym->name : std::to_string(t->dims[i].literal));
         line(2, s + "]");
@@ -375,6 +404,16 @@ class Dumper {
     case StmtKind::Let: {
       auto &x = static_cast<const LetDecl &>(s);
       line(ind, "let " + x.name + " = " + ex(x.init));
+      return;
+    }
+    case StmtKind::Var: {
+      auto &x = static_cast<const VarDecl &>(s);
+      line(ind, "var " + x.name + " = " + ex(x.init));
+      return;
+    }
+    case StmtKind::Assign: {
+      auto &x = static_cast<const AssignStmt &>(s);
+      line(ind, "assign " + x.target + " " + assignOpStr(x.op) + " " + ex(x.value));
       return;
     }
     case StmtKind::Shared: {
@@ -457,7 +496,8 @@ class Dumper {
       std::string f;
       for (size_t i = 0; i < x.fields.size(); ++i) {
         const auto &fd = x.fields[i];
-        f += (i ? ", " : "") + fd.name + ": " + fd.dtypeName + (fd.shape.empty() ? exprsStr(fd.extents) : shapeStr(fd.shape));
+        f += (i ? ", " : "") + fd.name + ": " + dtype(fd.dtypeName, fd.dtypeParam, fd.dtype) +
+             (fd.shape.empty() ? exprsStr(fd.extents) : shapeStr(fd.shape));
       }
       line(ind, "channel " + x.name + " {" + f + "} depth " + std::to_string(x.depthValue) +
                     (x.producer ? " producer " + x.producer->name : "") +

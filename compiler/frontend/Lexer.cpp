@@ -32,7 +32,8 @@ const std::unordered_map<std::string, Tok> &keywords() {
       {"true", Tok::KwTrue},         {"false", Tok::KwFalse},
       {"out", Tok::KwOut},           {"dim", Tok::KwDim},
       {"block", Tok::KwBlock},       {"max", Tok::KwMax},
-      {"min", Tok::KwMin},
+      {"min", Tok::KwMin},           {"var", Tok::KwVar},
+      {"until", Tok::KwUntil},       {"inv_unit_lower", Tok::KwInvUnitLower},
   };
   return kw;
 }

@@ -72,7 +72,7 @@ class Parser {
   // Kernel and role names live apart from the names of the body, so they may
   // also be keywords (`kernel gemm`).
   Token expectNameOrKeyword(const std::string &what) {
-    if (!at(Tok::Ident) && !(cur().kind >= Tok::KwKernel && cur().kind <= Tok::KwMin))
+    if (!at(Tok::Ident) && !isKeyword(cur().kind))
       fail(cur().loc, "expected " + what + ", found " + found());
     return take();
   }
@@ -198,6 +198,7 @@ class Parser {
   StmtPtr parseStmt() {
     switch (cur().kind) {
     case Tok::KwLet: return parseLet();
+    case Tok::KwVar: return parseVar();
     case Tok::KwShared: return parseShared();
     case Tok::KwFrag: return parseFrag();
     case Tok::KwCopy: return parseCopy();
@@ -219,6 +220,15 @@ class Parser {
     Token n = expectIdent("a name after 'let'");
     auto s = std::make_unique<LetDecl>(loc, n.text, n.loc);
     expect(Tok::Assign, "after 'let " + n.text + "'");
+    s->init = parseExpr();
+    return s;
+  }
+
+  StmtPtr parseVar() {
+    SourceLoc loc = take().loc;
+    Token n = expectIdent("a name after 'var'");
+    auto s = std::make_unique<VarDecl>(loc, n.text, n.loc);
+    expect(Tok::Assign, "after 'var " + n.text + "' (a var needs an initial value)");
     s->init = parseExpr();
     return s;
   }
@@ -298,6 +308,11 @@ class Parser {
       expect(Tok::LParen, "after 'cast'");
       parseSourceName(fi);
       expect(Tok::RParen, "to close 'cast('");
+    } else if (accept(Tok::KwInvUnitLower)) {
+      fi.kind = FragInit::Kind::InvUnitLower;
+      expect(Tok::LParen, "after 'inv_unit_lower'");
+      parseSourceName(fi);
+      expect(Tok::RParen, "to close 'inv_unit_lower('");
     } else {
       fi.kind = FragInit::Kind::Fill;
       fi.fill = parseExpr();
@@ -315,6 +330,12 @@ class Parser {
       s.loc = cur().loc;
       s.start = parseExpr();
       if (accept(Tok::ColonPlus)) s.extent = parseExpr();
+      if (at(Tok::KwUntil)) {
+        if (!s.extent)
+          fail(cur().loc, "'until' bounds a range slice (start :+ extent until limit), not a single index");
+        take();
+        s.limit = parseExpr();
+      }
       r.slices.push_back(std::move(s));
     } while (accept(Tok::Comma));
     expect(Tok::RBracket, "to close the slice");
@@ -469,12 +490,24 @@ class Parser {
     return s;
   }
 
-  // Statements that start with a name: gemm, fragment assignment, element assignment.
+  static bool assignOp(Tok t, AssignOp &op) {
+    switch (t) {
+    case Tok::Assign: op = AssignOp::Set; return true;
+    case Tok::PlusAssign: op = AssignOp::Add; return true;
+    case Tok::MinusAssign: op = AssignOp::Sub; return true;
+    case Tok::StarAssign: op = AssignOp::Mul; return true;
+    default: return false;
+    }
+  }
+
+  // Statements that start with a name: gemm, fragment assignment, element
+  // assignment, var assignment. `NAME = expr` is a FragAssignStmt (fill) here;
+  // sema turns it into an AssignStmt when NAME is a var.
   StmtPtr parseAssign() {
     Token n = take();
-    if (at(Tok::Assign) || at(Tok::PlusAssign)) {
+    if (at(Tok::Assign) || at(Tok::PlusAssign) || at(Tok::MinusAssign) || at(Tok::StarAssign)) {
       Token op = take();
-      if (at(Tok::KwGemm)) {
+      if (at(Tok::KwGemm) && (op.kind == Tok::Assign || op.kind == Tok::PlusAssign)) {
         auto s = std::make_unique<GemmStmt>(n.loc);
         s->target = n.text;
         s->accumulate = op.kind == Tok::PlusAssign;
@@ -486,11 +519,19 @@ class Parser {
         expect(Tok::RParen, "after the gemm operands");
         return s;
       }
-      if (op.kind == Tok::PlusAssign)
-        fail(op.loc, "'+=' on a whole fragment must be followed by gemm(...); "
-                     "use a parallel block for elementwise updates");
+      if (op.kind != Tok::Assign) {
+        // x += e, x -= e, x *= e: a var update (sema rejects other targets).
+        auto s = std::make_unique<AssignStmt>(n.loc);
+        s->target = n.text;
+        assignOp(op.kind, s->op);
+        s->opLoc = op.loc;
+        if (at(Tok::KwGemm)) fail(cur().loc, "gemm can only be assigned with '=' or '+='");
+        s->value = parseExpr();
+        return s;
+      }
       auto s = std::make_unique<FragAssignStmt>(n.loc);
       s->target = n.text;
+      s->opLoc = op.loc;
       parseFragInit(s->init);
       return s;
     }
@@ -501,22 +542,13 @@ class Parser {
       while (accept(Tok::Comma));
       expect(Tok::RBracket, "after the element indices");
       s->opLoc = cur().loc;
-      switch (cur().kind) {
-      case Tok::Assign: s->op = AssignOp::Set; break;
-      case Tok::PlusAssign: s->op = AssignOp::Add; break;
-      case Tok::MinusAssign: s->op = AssignOp::Sub; break;
-      case Tok::StarAssign: s->op = AssignOp::Mul; break;
-      default:
+      if (!assignOp(cur().kind, s->op))
         fail(cur().loc, "expected '=', '+=', '-=' or '*=' after '" + n.text + "[...]', found " + found());
-      }
       take();
       s->value = parseExpr();
       return s;
     }
-    if (at(Tok::MinusAssign) || at(Tok::StarAssign))
-      fail(cur().loc, "'" + cur().text + "' is only allowed on fragment elements (x[i, j] " + cur().text +
-                          " v) inside a parallel block");
-    fail(cur().loc, "expected '=', '+=' or '[' after '" + n.text + "', found " + found());
+    fail(cur().loc, "expected '=', '+=', '-=', '*=' or '[' after '" + n.text + "', found " + found());
   }
 
   void parseOperand(GemmOperand &o) {

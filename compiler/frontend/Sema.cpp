@@ -53,6 +53,7 @@ std::string Sema::describe(const Decl *d) {
   case DeclKind::Frag: return "a fragment";
   case DeclKind::SlotBinding: return "a channel slot tile (shared)";
   case DeclKind::Channel: return "a channel";
+  case DeclKind::Var: return "a var";
   }
   return "something else";
 }
@@ -144,11 +145,51 @@ bool Sema::parseDefineValue(const std::string &raw, ScalarType type, ConstValue 
   return false;
 }
 
+namespace {
+std::string trimmed(const std::string &raw) {
+  size_t b = raw.find_first_not_of(" \t"), e = raw.find_last_not_of(" \t");
+  return b == std::string::npos ? std::string() : raw.substr(b, e - b + 1);
+}
+}  // namespace
+
 void Sema::checkParams(KernelDecl &k) {
   const auto &ov = overrides_[&k];
   for (auto &p : k.params) {
     p->value = ConstValue();
     p->overridden = false;
+    p->isDType = false;
+    p->dtypeValue = DType::F32;
+    // A dtype constant: the default names a dtype (or an earlier dtype constant).
+    if (auto *n = as<NameExpr>(p->defaultExpr.get())) {
+      n->type = ScalarType::Unknown;
+      n->value.reset();
+      n->decl = nullptr;
+      DType dt;
+      auto *prev = as<ParamDecl>(lookup(n->name));
+      if (dtypeFromName(n->name, dt)) {
+        p->isDType = true;
+        p->dtypeValue = dt;
+      } else if (prev && prev->isDType) {
+        p->isDType = true;
+        p->dtypeValue = prev->dtypeValue;
+        n->decl = prev;
+      }
+    }
+    if (p->isDType) {
+      auto it = ov.find(p->name);
+      if (it != ov.end()) {
+        DType dt;
+        if (dtypeFromName(trimmed(it->second), dt)) {
+          p->dtypeValue = dt;
+          p->overridden = true;
+        } else {
+          error(p->nameLoc, "specialization constant '" + p->name + "' is a dtype; '" + it->second +
+                                "' is not one of bf16, f16, f32, i32, i64");
+        }
+      }
+      declare(p.get());
+      continue;
+    }
     checkExpr(p->defaultExpr);
     if (p->defaultExpr->type != ScalarType::Unknown) {
       if (!p->defaultExpr->value)
@@ -178,21 +219,39 @@ void Sema::checkArgs(KernelDecl &k) {
   for (auto &a : k.args) {
     declare(a.get());
     if (auto *t = as<TensorArgDecl>(a.get())) {
-      if (!dtypeFromName(t->dtypeName, t->dtype)) {
-        error(t->dtypeLoc, "unknown dtype '" + t->dtypeName + "' (expected bf16, f16, f32, i32 or i64)");
-        badDtype_.insert(static_cast<Decl *>(t));
-      }
+      if (!resolveDType(t->dtypeName, t->dtypeLoc, t->dtype, t->dtypeParam)) badDtype_.insert(static_cast<Decl *>(t));
       for (auto &d : t->dims) {
         if (d.sym && d.sym->nameLoc.line == d.loc.line && d.sym->nameLoc.col == d.loc.col) declare(d.sym);
         if (!d.sym && d.literal <= 0) error(d.loc, "tensor dim must be positive, got " + std::to_string(d.literal));
       }
     } else if (auto *s = as<ScalarArgDecl>(a.get())) {
       if (!dtypeFromName(s->dtypeName, s->dtype) || (s->dtype != DType::I32 && s->dtype != DType::F32)) {
-        error(s->dtypeLoc, "scalar argument '" + s->name + "' must be i32 or f32, got '" + s->dtypeName + "'");
+        auto *p = as<ParamDecl>(lookup(s->dtypeName));
+        error(s->dtypeLoc, "scalar argument '" + s->name + "' must be i32 or f32, got '" + s->dtypeName + "'" +
+                               (p && p->isDType ? " (scalar arguments cannot use a dtype specialization constant)" : ""));
         badDtype_.insert(static_cast<Decl *>(s));
       }
     }
   }
+}
+
+bool Sema::resolveDType(const std::string &name, const SourceLoc &loc, DType &dtype, ParamDecl *&param) {
+  param = nullptr;
+  if (dtypeFromName(name, dtype)) return true;
+  if (auto *p = as<ParamDecl>(lookup(name))) {
+    if (p->isDType) {
+      dtype = p->dtypeValue;
+      param = p;
+      return true;
+    }
+    if (p->value.type != ScalarType::Unknown)  // else its default already failed
+      error(loc, "specialization constant '" + name + "' is " +
+                     (p->value.type == ScalarType::Int ? "an int" : p->value.type == ScalarType::Float ? "a float" : "a bool") +
+                     ", not a dtype");
+    return false;
+  }
+  error(loc, "unknown dtype '" + name + "' (expected bf16, f16, f32, i32 or i64)");
+  return false;
 }
 
 // Grid sizes reach the runtime as strings over dim symbols (KernelInfo::grid).
@@ -227,7 +286,18 @@ void Sema::checkGridExpr(const Expr &e) {
     return;
   }
   case ExprKind::BlockIdx: error(e.loc, "block indices cannot be used in a grid size"); return;
-  case ExprKind::Select: error(static_cast<const SelectExpr &>(e).opLoc, "'?:' is not allowed in a grid size"); return;
+  case ExprKind::Select: {
+    // A constant condition selects a branch at compile time (both must be valid).
+    auto &s = static_cast<const SelectExpr &>(e);
+    if (!s.cond->value) {
+      error(s.opLoc, "'?:' is not allowed in a grid size unless its condition is a compile-time constant");
+      return;
+    }
+    checkGridExpr(*s.thenExpr);
+    checkGridExpr(*s.elseExpr);
+    return;
+  }
+  case ExprKind::GlobalElem: error(e.loc, "global tensor elements cannot be used in a grid size"); return;
   default: error(e.loc, "this expression is not allowed in a grid size"); return;
   }
 }
@@ -287,7 +357,7 @@ void Sema::checkKernel(KernelDecl &k) {
   {
     ScopeGuard bodyScope(*this);
     ctx_.topLevel = true;
-    for (auto &s : k.body.stmts) checkStmt(*s);
+    for (auto &s : k.body.stmts) checkStmt(s);
     ctx_ = Ctx();
   }
   checkChannelUse(k);

@@ -55,14 +55,21 @@ class Sema {
   void checkLaunch(KernelDecl &k);
   void checkGridExpr(const Expr &e);
   bool parseDefineValue(const std::string &text, ScalarType type, ConstValue &out);
+  // Resolves a dtype as written (a dtype name or a dtype specialization
+  // constant) into `dtype` / `param`; reports and returns false otherwise.
+  bool resolveDType(const std::string &name, const SourceLoc &loc, DType &dtype, ParamDecl *&param);
 
   // --- statements (Sema.cpp) ---------------------------------------------------
   void checkBlock(Block &b);
-  void checkStmt(Stmt &s);
+  void checkStmt(StmtPtr &s);  // may replace s (FragAssignStmt -> AssignStmt)
   void checkStmtPlacement(Stmt &s);
   void checkLet(LetDecl &s);
-  bool checkTileType(const std::string &dtypeName, const SourceLoc &dtypeLoc, DType &dtype,
-                     std::vector<ExprPtr> &extents, std::vector<int64_t> &shape, const char *what);
+  void checkVar(VarDecl &s);
+  void checkAssign(AssignStmt &s);
+  // Resolves the dtype and folds the extents; `dtypeOk` says whether the
+  // dtype resolved. Returns false on any error.
+  bool checkTileType(const std::string &dtypeName, const SourceLoc &dtypeLoc, DType &dtype, ParamDecl *&dtypeParam,
+                     bool &dtypeOk, std::vector<ExprPtr> &extents, std::vector<int64_t> &shape, const char *what);
   void checkShared(SharedDecl &s);
   void checkFrag(FragDecl &s);
   void checkFragInit(FragDecl &target, FragInit &fi);
@@ -95,6 +102,8 @@ class Sema {
   void checkSelect(SelectExpr &e);
   void checkCall(CallExpr &e);
   void checkElem(ElemExpr &e);
+  void checkGlobalElem(GlobalElemExpr &e);
+  void checkFragPick(FragPickExpr &e);
   // Checks `e` and requires an int; reports "WHAT must be an int".
   void checkIntExpr(ExprPtr &e, const std::string &what);
   // Checks `e` and requires a compile-time int constant (positive if asked).

@@ -130,7 +130,30 @@ void Sema::checkExpr(ExprPtr &ep) {
   case ExprKind::Binary: checkBinary(static_cast<BinaryExpr &>(e)); return;
   case ExprKind::Select: checkSelect(static_cast<SelectExpr &>(e)); return;
   case ExprKind::Call: checkCall(static_cast<CallExpr &>(e)); return;
-  case ExprKind::Elem: checkElem(static_cast<ElemExpr &>(e)); return;
+  case ExprKind::Elem: {
+    // NAME[...] of a global tensor, or of a fragment outside a parallel block,
+    // is a node of its own (see AST.h).
+    auto &x = static_cast<ElemExpr &>(e);
+    Decl *d = lookup(x.name);
+    if (d && d->declKind == DeclKind::TensorArg) {
+      auto g = std::make_unique<GlobalElemExpr>(x.loc, x.name);
+      g->indices = std::move(x.indices);
+      ep = std::move(g);
+      checkGlobalElem(static_cast<GlobalElemExpr &>(*ep));
+      return;
+    }
+    if (d && d->declKind == DeclKind::Frag && !ctx_.parallel) {
+      auto f = std::make_unique<FragPickExpr>(x.loc, x.name);
+      f->indices = std::move(x.indices);
+      ep = std::move(f);
+      checkFragPick(static_cast<FragPickExpr &>(*ep));
+      return;
+    }
+    checkElem(x);
+    return;
+  }
+  case ExprKind::GlobalElem: checkGlobalElem(static_cast<GlobalElemExpr &>(e)); return;
+  case ExprKind::FragPick: checkFragPick(static_cast<FragPickExpr &>(e)); return;
   case ExprKind::Convert: {
     auto &c = static_cast<ConvertExpr &>(e);
     checkExpr(c.operand);
@@ -152,6 +175,11 @@ void Sema::checkName(NameExpr &e) {
   switch (d->declKind) {
   case DeclKind::Param: {
     auto *p = static_cast<ParamDecl *>(d);
+    if (p->isDType) {
+      error(e.loc, "specialization constant '" + e.name + "' is a dtype (" + dtypeStr(p->dtypeValue) +
+                       ") and cannot be used in an expression");
+      return;
+    }
     e.type = p->value.type;
     if (e.type != ScalarType::Unknown) e.value = p->value;
     return;
@@ -169,12 +197,12 @@ void Sema::checkName(NameExpr &e) {
     }
     return;
   }
+  case DeclKind::Var: e.type = static_cast<VarDecl *>(d)->type; return;  // never constant
   case DeclKind::TensorArg:
     error(e.loc, "global tensor '" + e.name + "' cannot be used as a scalar (copy a slice of it into a tile)");
     return;
   case DeclKind::Frag:
-    error(e.loc, "fragment '" + e.name +
-                     "' cannot be used as a scalar (read its elements inside a parallel block, e.g. " + e.name +
+    error(e.loc, "fragment '" + e.name + "' cannot be used as a scalar (read an element, e.g. " + e.name +
                      "[i, j])");
     return;
   case DeclKind::Shared:
@@ -274,6 +302,16 @@ void Sema::checkBinary(BinaryExpr &e) {
   }
   convertTo(e.lhs, operand);
   convertTo(e.rhs, operand);
+  // Expressions have no side effects: a constant side that decides && / ||
+  // makes the whole expression constant.
+  if (e.op == BinaryOp::And || e.op == BinaryOp::Or) {
+    bool decides = e.op == BinaryOp::Or;  // true decides ||, false decides &&
+    for (const ExprPtr *x : {&e.lhs, &e.rhs})
+      if ((*x)->value && (*x)->value->b == decides) {
+        e.value = ConstValue::ofBool(decides);
+        return;
+      }
+  }
   // A constant zero divisor is a bug even when the dividend is only known at run time.
   if ((e.op == BinaryOp::Div || e.op == BinaryOp::Rem) && e.rhs->value && e.rhs->value->asDouble() == 0) {
     error(e.opLoc, "division by zero in constant expression");
@@ -341,8 +379,8 @@ void Sema::checkSelect(SelectExpr &e) {
   }
   convertTo(e.thenExpr, e.type);
   convertTo(e.elseExpr, e.type);
-  if (e.cond->value && e.thenExpr->value && e.elseExpr->value)
-    e.value = e.cond->value->b ? e.thenExpr->value : e.elseExpr->value;
+  // A constant condition picks a branch; constant when that branch is.
+  if (e.cond->value) e.value = e.cond->value->b ? e.thenExpr->value : e.elseExpr->value;
 }
 
 void Sema::checkCall(CallExpr &e) {
@@ -522,6 +560,81 @@ void Sema::checkElem(ElemExpr &e) {
       return;
     }
     e.parallelDims.push_back(k);
+  }
+  if (badDtype_.count(static_cast<Decl *>(e.frag))) return;
+  e.type = elementScalarType(e.frag->dtype);
+}
+
+void Sema::checkGlobalElem(GlobalElemExpr &e) {
+  e.type = ScalarType::Unknown;
+  e.value.reset();
+  bool ok = true;
+  for (auto &i : e.indices) {
+    size_t before = errors_;
+    checkIntExpr(i, "a tensor index");
+    ok = ok && errors_ == before && i->type == ScalarType::Int;
+  }
+  Decl *d = lookup(e.name);
+  e.tensor = as<TensorArgDecl>(d);
+  if (!e.tensor) {  // (only when re-checked after the scope changed)
+    error(e.loc, d ? "'" + e.name + "' is " + describe(d) + ", not a global tensor" : "use of undeclared name '" + e.name + "'");
+    return;
+  }
+  size_t rank = e.tensor->dims.size();
+  if (e.indices.size() != rank) {
+    error(e.loc, "tensor '" + e.name + "' has " + std::to_string(rank) + " dim" + (rank == 1 ? "" : "s") +
+                     " but is indexed with " + std::to_string(e.indices.size()) + " index" +
+                     (e.indices.size() == 1 ? "" : "es"));
+    return;
+  }
+  if (!ok || badDtype_.count(static_cast<Decl *>(e.tensor))) return;
+  e.type = elementScalarType(e.tensor->dtype);
+}
+
+void Sema::checkFragPick(FragPickExpr &e) {
+  e.type = ScalarType::Unknown;
+  e.value.reset();
+  bool ok = true;
+  for (auto &i : e.indices) {
+    size_t before = errors_;
+    checkIntExpr(i, "a fragment index");
+    ok = ok && errors_ == before && i->type == ScalarType::Int;
+  }
+  Decl *d = lookup(e.name);
+  e.frag = as<FragDecl>(d);
+  if (!e.frag) {  // (only when re-checked after the scope changed)
+    error(e.loc, d ? "'" + e.name + "' is " + describe(d) + ", not a fragment" : "use of undeclared name '" + e.name + "'");
+    return;
+  }
+  if (ctx_.parallel) {
+    error(e.loc, "a fragment element read inside a parallel block must use the block's index variables");
+    return;
+  }
+  // A put body is issued by one thread; a pick needs the fragment's warpgroup(s).
+  if (ctx_.slot && ctx_.slot->isPut()) {
+    error(e.loc, "fragment elements cannot be read inside 'put' (bind the value with a 'let' before the put)");
+    return;
+  }
+  // Scoping keeps other roles' fragments out of sight; this is a safety net.
+  if (e.frag->role != ctx_.role) {
+    error(e.loc, "fragment '" + e.name + "' belongs to another role");
+    return;
+  }
+  const std::vector<int64_t> &fs = e.frag->shape;
+  if (fs.empty()) return;  // already reported
+  if (e.indices.size() != fs.size()) {
+    error(e.loc, "fragment '" + e.name + "' has rank " + std::to_string(fs.size()) + " but is indexed with " +
+                     std::to_string(e.indices.size()) + " index" + (e.indices.size() == 1 ? "" : "es"));
+    return;
+  }
+  if (!ok) return;
+  for (size_t k = 0; k < fs.size(); ++k) {
+    const Expr &i = *e.indices[k];
+    if (i.value && (i.value->i < 0 || i.value->i >= fs[k])) {
+      error(i.loc, "index " + std::to_string(i.value->i) + " is out of range for dim " + std::to_string(k) +
+                       " of fragment '" + e.name + "' (extent " + std::to_string(fs[k]) + ")");
+      return;
+    }
   }
   if (badDtype_.count(static_cast<Decl *>(e.frag))) return;
   e.type = elementScalarType(e.frag->dtype);

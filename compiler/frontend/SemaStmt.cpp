@@ -13,7 +13,7 @@ namespace qla::fe {
 
 void Sema::checkBlock(Block &b) {
   ScopeGuard g(*this);
-  for (auto &s : b.stmts) checkStmt(*s);
+  for (auto &s : b.stmts) checkStmt(s);
 }
 
 // Where each statement may appear. Reported, then the statement is still
@@ -21,6 +21,7 @@ void Sema::checkBlock(Block &b) {
 void Sema::checkStmtPlacement(Stmt &s) {
   StmtKind k = s.kind;
   if (ctx_.parallel) {
+    if (k == StmtKind::Assign) return;  // checkAssign explains
     if (k != StmtKind::Let && k != StmtKind::ElemAssign)
       return error(s.loc, "only 'let' and element assignments are allowed inside a parallel block");
   } else if (ctx_.slot && ctx_.slot->isPut() && k != StmtKind::Copy) {
@@ -39,10 +40,24 @@ void Sema::checkStmtPlacement(Stmt &s) {
     return error(s.loc, "element assignment outside a parallel block");
 }
 
-void Sema::checkStmt(Stmt &s) {
+void Sema::checkStmt(StmtPtr &sp) {
+  // `x = e` on a var was parsed as a fragment fill: make it an AssignStmt.
+  if (auto *fa = as<FragAssignStmt>(sp.get()); fa && fa->init.kind == FragInit::Kind::Fill) {
+    if (is<VarDecl>(lookup(fa->target))) {
+      auto a = std::make_unique<AssignStmt>(fa->loc);
+      a->target = fa->target;
+      a->op = AssignOp::Set;
+      a->opLoc = fa->opLoc;
+      a->value = std::move(fa->init.fill);
+      sp = std::move(a);
+    }
+  }
+  Stmt &s = *sp;
   checkStmtPlacement(s);
   switch (s.kind) {
   case StmtKind::Let: return checkLet(static_cast<LetDecl &>(s));
+  case StmtKind::Var: return checkVar(static_cast<VarDecl &>(s));
+  case StmtKind::Assign: return checkAssign(static_cast<AssignStmt &>(s));
   case StmtKind::Shared: return checkShared(static_cast<SharedDecl &>(s));
   case StmtKind::Frag: return checkFrag(static_cast<FragDecl &>(s));
   case StmtKind::Copy: return checkCopy(static_cast<CopyStmt &>(s));
@@ -69,6 +84,48 @@ void Sema::checkLet(LetDecl &s) {
   declare(&s);
 }
 
+void Sema::checkVar(VarDecl &s) {
+  checkExpr(s.init);
+  s.type = s.init->type;
+  if (s.type == ScalarType::Bool) {
+    error(s.init->loc, "a 'var' must be int or float, got bool");
+    s.type = ScalarType::Unknown;
+  }
+  declare(&s);
+}
+
+void Sema::checkAssign(AssignStmt &s) {
+  checkExpr(s.value);
+  s.var = nullptr;
+  Decl *d = lookup(s.target);
+  if (!d) return error(s.loc, "use of undeclared name '" + s.target + "'");
+  std::string op = assignOpStr(s.op);
+  if (d->declKind == DeclKind::Frag) {
+    if (s.op == AssignOp::Add)
+      return error(s.opLoc, "'+=' on a whole fragment must be followed by gemm(...); "
+                            "use a parallel block for elementwise updates");
+    return error(s.opLoc, "'" + op + "' is not allowed on a whole fragment; use a parallel block for "
+                          "elementwise updates (" + s.target + "[i, j] " + op + " v)");
+  }
+  s.var = as<VarDecl>(d);
+  if (!s.var) {
+    if (d->declKind == DeclKind::Let)
+      return error(s.loc, "cannot assign to '" + s.target + "': a let value is immutable (declare it with 'var')");
+    return error(s.loc, "cannot assign to '" + s.target + "': it is " + describe(d) +
+                            " (only vars and fragments can be assigned)");
+  }
+  if (ctx_.parallel)
+    return error(s.loc, "cannot assign to var '" + s.target +
+                            "' inside a parallel block (the body runs once per element; vars are read-only there)");
+  ScalarType t = s.value->type, vt = s.var->type;
+  if (t == ScalarType::Unknown || vt == ScalarType::Unknown) return;
+  if (t == ScalarType::Bool)
+    return error(s.value->loc, std::string("cannot assign a bool to ") + scalarTypeName(vt) + " var '" + s.target + "'");
+  if (t == ScalarType::Float && vt == ScalarType::Int)
+    return error(s.value->loc, "cannot assign a float to int var '" + s.target + "' (convert with i32(...))");
+  convertTo(s.value, vt);
+}
+
 // Sanity caps (far above what the hardware can use) so that later size
 // arithmetic and unrolling cannot blow up.
 constexpr int64_t kMaxTileElems = int64_t(1) << 24;
@@ -76,12 +133,9 @@ constexpr int64_t kMaxBuffers = 64;      // pipeline stages, channel depth
 constexpr int64_t kMaxUnroll = 1024;     // iterations of an unrolled loop
 
 bool Sema::checkTileType(const std::string &dtypeName, const SourceLoc &dtypeLoc, DType &dtype,
-                         std::vector<ExprPtr> &extents, std::vector<int64_t> &shape, const char *what) {
-  bool ok = true;
-  if (!dtypeFromName(dtypeName, dtype)) {
-    error(dtypeLoc, "unknown dtype '" + dtypeName + "' (expected bf16, f16, f32, i32 or i64)");
-    ok = false;
-  }
+                         ParamDecl *&dtypeParam, bool &dtypeOk, std::vector<ExprPtr> &extents,
+                         std::vector<int64_t> &shape, const char *what) {
+  bool ok = dtypeOk = resolveDType(dtypeName, dtypeLoc, dtype, dtypeParam);
   std::vector<int64_t> sh;
   for (auto &e : extents) {
     auto v = constInt(e, "a tile extent", /*positive=*/true);
@@ -107,14 +161,16 @@ bool Sema::checkTileType(const std::string &dtypeName, const SourceLoc &dtypeLoc
 }
 
 void Sema::checkShared(SharedDecl &s) {
-  checkTileType(s.dtypeName, s.dtypeLoc, s.dtype, s.extents, s.shape, "shared tile");
-  if (!dtypeFromName(s.dtypeName, s.dtype)) badDtype_.insert(static_cast<Decl *>(&s));
+  bool dtypeOk = true;
+  checkTileType(s.dtypeName, s.dtypeLoc, s.dtype, s.dtypeParam, dtypeOk, s.extents, s.shape, "shared tile");
+  if (!dtypeOk) badDtype_.insert(static_cast<Decl *>(&s));
   declare(&s);
 }
 
 void Sema::checkFrag(FragDecl &s) {
-  checkTileType(s.dtypeName, s.dtypeLoc, s.dtype, s.extents, s.shape, "fragment");
-  if (!dtypeFromName(s.dtypeName, s.dtype)) badDtype_.insert(static_cast<Decl *>(&s));
+  bool dtypeOk = true;
+  checkTileType(s.dtypeName, s.dtypeLoc, s.dtype, s.dtypeParam, dtypeOk, s.extents, s.shape, "fragment");
+  if (!dtypeOk) badDtype_.insert(static_cast<Decl *>(&s));
   s.role = ctx_.role;
   checkFragInit(s, s.init);
   declare(&s);
@@ -153,10 +209,26 @@ void Sema::checkFragInit(FragDecl &target, FragInit &fi) {
     return;
   }
   const char *what = fi.kind == FragInit::Kind::Reduce ? "the reduce source"
-                     : fi.kind == FragInit::Kind::Scan ? "the scan source" : "the cast source";
+                     : fi.kind == FragInit::Kind::Scan ? "the scan source"
+                     : fi.kind == FragInit::Kind::Cast ? "the cast source" : "the inv_unit_lower source";
   fi.source = resolveFrag(fi.sourceName, fi.sourceLoc, what);
   if (!fi.source || fi.source->shape.empty() || target.shape.empty()) return;
   const std::vector<int64_t> &src = fi.source->shape;
+  if (fi.kind == FragInit::Kind::InvUnitLower) {
+    if (src.size() != 2 || src[0] != src[1])
+      return error(fi.sourceLoc, "inv_unit_lower needs a square 2-D fragment, '" + fi.sourceName + "' has shape " +
+                                     shapeString(src));
+    for (const FragDecl *f : {static_cast<const FragDecl *>(fi.source), static_cast<const FragDecl *>(&target)}) {
+      if (badDtype_.count(static_cast<const Decl *>(f))) return;
+      if (f->dtype != DType::F32)
+        return error(f == fi.source ? fi.sourceLoc : fi.loc, "inv_unit_lower needs f32 fragments, '" + f->name +
+                                                                  "' is " + dtypeStr(f->dtype));
+    }
+    if (target.shape != src)
+      error(fi.loc, "inv_unit_lower keeps the shape: '" + fi.sourceName + "' has shape " + shapeString(src) +
+                        " but '" + target.name + "' has shape " + shapeString(target.shape));
+    return;
+  }
   if (fi.kind == FragInit::Kind::Reduce) {
     if (src.size() != 2)
       return error(fi.sourceLoc, "reduce needs a 2-D source fragment, '" + fi.sourceName + "' has shape " + shapeString(src));
@@ -187,8 +259,12 @@ void Sema::checkFragAssign(FragAssignStmt &s) {
   s.frag = as<FragDecl>(d);
   if (!s.frag) {
     if (d->declKind == DeclKind::Let)
-      return error(s.loc, "cannot assign to '" + s.target + "': a let value is immutable");
-    return error(s.loc, "cannot assign to '" + s.target + "': it is " + describe(d) + " (only fragments can be assigned)");
+      return error(s.loc, "cannot assign to '" + s.target + "': a let value is immutable (declare it with 'var')");
+    if (d->declKind == DeclKind::Var)  // (a fill of a var became an AssignStmt)
+      return error(s.loc, "cannot assign to var '" + s.target +
+                              "': reduce, scan, cast and inv_unit_lower produce fragments");
+    return error(s.loc, "cannot assign to '" + s.target + "': it is " + describe(d) +
+                            " (only vars and fragments can be assigned)");
   }
   checkFragInit(*s.frag, s.init);
 }
@@ -224,6 +300,7 @@ Sema::Side Sema::checkRef(TileRef &r) {
   for (size_t i = 0; i < r.slices.size(); ++i) {
     Slice &s = r.slices[i];
     checkIntExpr(s.start, s.extent ? "a slice start" : "a slice index");
+    if (s.limit) checkIntExpr(s.limit, "a slice limit");
     if (!s.extent) {
       s.extentValue = 1;
       r.droppedDims.push_back(int(i));
@@ -488,7 +565,9 @@ void Sema::checkChannel(ChannelDecl &s) {
     ChannelField &f = s.fields[i];
     for (size_t j = 0; j < i; ++j)
       if (s.fields[j].name == f.name) error(f.loc, "duplicate slot field '" + f.name + "' in channel '" + s.name + "'");
-    checkTileType(f.dtypeName, f.dtypeLoc, f.dtype, f.extents, f.shape, "channel slot tile");
+    bool dtypeOk = true;
+    checkTileType(f.dtypeName, f.dtypeLoc, f.dtype, f.dtypeParam, dtypeOk, f.extents, f.shape, "channel slot tile");
+    if (!dtypeOk) badDtype_.insert(&f);
   }
   s.depthValue = 0;
   if (auto v = constInt(s.depth, "a channel depth")) {
@@ -546,8 +625,9 @@ void Sema::checkSlot(SlotStmt &s) {
       b.dtypeName = f.dtypeName;
       b.dtypeLoc = f.dtypeLoc;
       b.dtype = f.dtype;
+      b.dtypeParam = f.dtypeParam;
       b.shape = f.shape;
-      if (!dtypeFromName(f.dtypeName, b.dtype)) badDtype_.insert(static_cast<Decl *>(&b));
+      if (badDtype_.count(&f)) badDtype_.insert(static_cast<Decl *>(&b));
     }
     declare(&b);
   }

@@ -2,6 +2,8 @@
 // tiles are buffers (alloc_shared / alloc_frag) that statements read and write.
 #include "compiler/irgen/IRGen.h"
 
+#include <functional>
+
 #include "dialects/qla/IR/QlaDialect.h"
 #include "llvm/ADT/DenseMap.h"
 #include "mlir/IR/Builders.h"
@@ -96,6 +98,10 @@ Value IRGen::genExpr(const fe::Expr &e) {
     case fe::ExprKind::Name: {
       auto &n = static_cast<const fe::NameExpr &>(e);
       if (auto p = fe::as<fe::ParamDecl>(n.decl)) return constant(p->value, l);
+      if (fe::is<fe::VarDecl>(n.decl)) {
+        Value var = lookup(n.decl, e.loc);
+        return var ? b_.create<VarGetOp>(l, var).getResult() : Value();
+      }
       return lookup(n.decl, e.loc);
     }
     case fe::ExprKind::BlockIdx:
@@ -138,6 +144,7 @@ Value IRGen::genExpr(const fe::Expr &e) {
     }
     case fe::ExprKind::Select: {
       auto &s = static_cast<const fe::SelectExpr &>(e);
+      if (s.cond->isConst()) return genExpr(s.cond->value->b ? *s.thenExpr : *s.elseExpr);
       Value c = genExpr(*s.cond), t = genExpr(*s.thenExpr), f = genExpr(*s.elseExpr);
       if (!c || !t || !f) return {};
       return b_.create<arith::SelectOp>(l, c, t, f);
@@ -146,6 +153,24 @@ Value IRGen::genExpr(const fe::Expr &e) {
     case fe::ExprKind::Convert: {
       Value x = genExpr(*static_cast<const fe::ConvertExpr &>(e).operand);
       return x ? toF32(x, l) : Value();
+    }
+    case fe::ExprKind::GlobalElem: {
+      auto &ge = static_cast<const fe::GlobalElemExpr &>(e);
+      Value g = lookup(ge.tensor, e.loc);
+      SmallVector<Value> idx;
+      for (auto &i : ge.indices) idx.push_back(genExpr(*i));
+      if (!g || llvm::any_of(idx, [](Value v) { return !v; })) return {};
+      Type rt = e.type == fe::ScalarType::Float ? (Type)b_.getF32Type() : (Type)b_.getIndexType();
+      return b_.create<GlobalReadOp>(l, rt, g, idx);
+    }
+    case fe::ExprKind::FragPick: {
+      auto &fp = static_cast<const fe::FragPickExpr &>(e);
+      Value f = lookup(fp.frag, e.loc);
+      SmallVector<Value> idx;
+      for (auto &i : fp.indices) idx.push_back(genExpr(*i));
+      if (!f || llvm::any_of(idx, [](Value v) { return !v; })) return {};
+      Type rt = e.type == fe::ScalarType::Float ? (Type)b_.getF32Type() : (Type)b_.getIndexType();
+      return b_.create<FragPickOp>(l, rt, f, idx);
     }
     case fe::ExprKind::Elem: {
       auto &el = static_cast<const fe::ElemExpr &>(e);
@@ -204,6 +229,16 @@ SmallVector<Value> IRGen::sliceStarts(const fe::TileRef &r) {
   return starts;
 }
 
+// `until` limits of a slice: the values and the global dims they bound.
+static void sliceLimits(IRGen &gen, const fe::TileRef &r, SmallVector<Value> &limits, SmallVector<int64_t> &dims,
+                        const std::function<Value(const fe::Expr &)> &genExpr) {
+  for (auto [d, s] : llvm::enumerate(r.slices))
+    if (s.limit) {
+      limits.push_back(genExpr(*s.limit));
+      dims.push_back((int64_t)d);
+    }
+}
+
 void IRGen::genCopy(const fe::CopyStmt &c) {
   Location l = loc(c.loc);
   using K = fe::CopyKind;
@@ -214,7 +249,11 @@ void IRGen::genCopy(const fe::CopyStmt &c) {
       SmallVector<Value> off = sliceStarts(c.src);
       if (!g || !t || llvm::any_of(off, [](Value v) { return !v; })) return;
       SmallVector<int64_t> dropped(c.src.droppedDims.begin(), c.src.droppedDims.end());
-      b_.create<LoadOp>(l, g, off, t, b_.getDenseI64ArrayAttr(dropped));
+      SmallVector<Value> lim;
+      SmallVector<int64_t> limDims;
+      sliceLimits(*this, c.src, lim, limDims, [&](const fe::Expr &x) { return genExpr(x); });
+      if (llvm::any_of(lim, [](Value v) { return !v; })) return;
+      b_.create<LoadOp>(l, g, off, t, lim, b_.getDenseI64ArrayAttr(dropped), b_.getDenseI64ArrayAttr(limDims));
       return;
     }
     case K::FragToGlobal:
@@ -223,7 +262,11 @@ void IRGen::genCopy(const fe::CopyStmt &c) {
       SmallVector<Value> off = sliceStarts(c.dst);
       if (!g || !t || llvm::any_of(off, [](Value v) { return !v; })) return;
       SmallVector<int64_t> dropped(c.dst.droppedDims.begin(), c.dst.droppedDims.end());
-      b_.create<StoreOp>(l, t, g, off, b_.getDenseI64ArrayAttr(dropped));
+      SmallVector<Value> lim;
+      SmallVector<int64_t> limDims;
+      sliceLimits(*this, c.dst, lim, limDims, [&](const fe::Expr &x) { return genExpr(x); });
+      if (llvm::any_of(lim, [](Value v) { return !v; })) return;
+      b_.create<StoreOp>(l, t, g, off, lim, b_.getDenseI64ArrayAttr(dropped), b_.getDenseI64ArrayAttr(limDims));
       return;
     }
     case K::SharedToFrag:
@@ -244,6 +287,11 @@ void IRGen::genFragInit(Value frag, const fe::FragInit &init, const fe::SourceLo
     case K::Fill: {
       Value v = genExpr(*init.fill);
       if (v) b_.create<FillOp>(l, frag, v);
+      return;
+    }
+    case K::InvUnitLower: {
+      Value src = lookup(init.source, init.sourceLoc);
+      if (src) b_.create<InvUnitLowerOp>(l, src, frag);
       return;
     }
     case K::Reduce:
@@ -370,6 +418,11 @@ void IRGen::genStmt(const fe::Stmt &s) {
     }
     case SK::If: {
       auto &i = static_cast<const fe::IfStmt &>(s);
+      if (i.cond->isConst()) {  // only the taken side is built
+        if (i.cond->value->b) genBlock(i.thenBlock);
+        else if (i.elseBlock) genBlock(*i.elseBlock);
+        return;
+      }
       Value c = genExpr(*i.cond);
       if (!c) return;
       auto op = b_.create<scf::IfOp>(l, c, /*withElseRegion=*/i.elseBlock != nullptr);
@@ -399,6 +452,29 @@ void IRGen::genStmt(const fe::Stmt &s) {
       for (auto &f : c.fields) slots.push_back(SharedType::get(ctx_, f.shape, dtype(f.dtype), 0));
       auto op = b_.create<ChannelOp>(l, ChannelType::get(ctx_, slots, (unsigned)c.depthValue), b_.getStringAttr(c.name));
       values_[static_cast<const fe::Decl *>(&c)] = op;
+      return;
+    }
+    case SK::Var: {
+      auto &v = static_cast<const fe::VarDecl &>(s);
+      Value init = genExpr(*v.init);
+      if (!init) return;
+      auto op = b_.create<VarOp>(l, VarType::get(ctx_, init.getType()), init);
+      values_[static_cast<const fe::Decl *>(&v)] = op;
+      return;
+    }
+    case SK::Assign: {
+      auto &a = static_cast<const fe::AssignStmt &>(s);
+      Value var = lookup(a.var, s.loc);
+      Value v = genExpr(*a.value);
+      if (!var || !v) return;
+      if (a.op != fe::AssignOp::Set) {
+        Value old = b_.create<VarGetOp>(l, var);
+        bool f = v.getType().isF32();
+        if (a.op == fe::AssignOp::Add) v = f ? (Value)b_.create<arith::AddFOp>(l, old, v) : b_.create<arith::AddIOp>(l, old, v);
+        else if (a.op == fe::AssignOp::Sub) v = f ? (Value)b_.create<arith::SubFOp>(l, old, v) : b_.create<arith::SubIOp>(l, old, v);
+        else v = f ? (Value)b_.create<arith::MulFOp>(l, old, v) : b_.create<arith::MulIOp>(l, old, v);
+      }
+      b_.create<VarSetOp>(l, v, var);
       return;
     }
     case SK::Put:

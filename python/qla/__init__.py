@@ -132,3 +132,10 @@ def compile_string(source: str, filename: str = "<string>", kernel: str | None =
     if not h:
         raise QlaError(err.value.decode())
     return Kernel(h)
+
+
+try:  # the GDN operator (torch is imported only when it is called)
+    from .gdn import chunk_gated_delta_rule  # noqa: E402
+    __all__.append("chunk_gated_delta_rule")
+except ImportError:  # pragma: no cover
+    pass

@@ -14,6 +14,7 @@ namespace {
 
 const char *kUsage =
     "usage: qlac FILE.qla [options]\n"
+    "       qlac FILE.mlir [options]   (tile-level IR, as --emit=mlir prints it)\n"
     "\n"
     "Compiles a QLA kernel. Output goes to stdout unless -o is given.\n"
     "\n"
@@ -112,7 +113,11 @@ int main(int argc, char **argv) {
 
   qla::CompiledKernel ck;
   std::vector<std::string> diags;
-  if (!qla::compileQla(ss.str(), input, opts, ck, diags)) {
+  // .mlir input: tile-level IR (as --emit=mlir prints it), straight to the passes.
+  bool isMlir = input.size() > 5 && input.compare(input.size() - 5, 5, ".mlir") == 0;
+  bool ok = isMlir ? qla::compileQlaMlir(ss.str(), input, opts, ck, diags)
+                   : qla::compileQla(ss.str(), input, opts, ck, diags);
+  if (!ok) {
     for (auto &d : diags) std::cerr << d << "\n";
     return 1;
   }

@@ -90,6 +90,13 @@ def Qla_ChannelType : Qla_Type<"Channel", "channel"> {
   let assemblyFormat = "`<` `[` $slotTypes `]` `,` $depth `>`";
 }
 
+def Qla_VarType : Qla_Type<"Var", "var"> {
+  let summary = "a mutable per-thread scalar variable";
+  let description = [{ `!qla.var<index>`, `!qla.var<f32>`: read with `qla.var_get`, written with `qla.var_set`. }];
+  let parameters = (ins "::mlir::Type":$valueType);
+  let assemblyFormat = "`<` $valueType `>`";
+}
+
 def Qla_AnyTile : AnyTypeOf<[Qla_SharedType, Qla_FragType]>;
 
 #endif

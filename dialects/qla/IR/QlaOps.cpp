@@ -72,8 +72,16 @@ static LogicalResult verifyGlobalSlice(Operation *op, GlobalType g, size_t numOf
   return success();
 }
 
+static LogicalResult verifyLimits(Operation *op, size_t numLimits, ArrayRef<int64_t> dims, unsigned rank) {
+  if (numLimits != dims.size()) return op->emitOpError("needs one limit per entry of limitDims");
+  for (int64_t d : dims)
+    if (d < 0 || d >= (int64_t)rank) return op->emitOpError("limit dim ") << d << " out of range";
+  return success();
+}
+
 LogicalResult LoadOp::verify() {
   auto g = getSrc().getType();
+  if (failed(verifyLimits(*this, getLimits().size(), getLimitDims(), g.getRank()))) return failure();
   if (failed(verifyGlobalSlice(*this, g, getOffsets().size(), getDropped(), getDst().getType())))
     return failure();
   if (isa<SharedType>(getDst().getType()) && tileElt(getDst().getType()) != g.getElementType())
@@ -84,6 +92,7 @@ LogicalResult LoadOp::verify() {
 
 LogicalResult StoreOp::verify() {
   auto g = getDst().getType();
+  if (failed(verifyLimits(*this, getLimits().size(), getLimitDims(), g.getRank()))) return failure();
   if (failed(verifyGlobalSlice(*this, g, getOffsets().size(), getDropped(), getSrc().getType())))
     return failure();
   if (isa<SharedType>(getSrc().getType()) && tileElt(getSrc().getType()) != g.getElementType())
@@ -197,6 +206,48 @@ LogicalResult ElemWriteOp::verify() {
   if (getValue().getType() != getFrag().getType().getElementType())
     return emitOpError("value type must be the fragment's dtype");
   return verifyElemAccess(*this, getFrag().getType(), getIndices());
+}
+
+LogicalResult GlobalReadOp::verify() {
+  if (getIndices().size() != getSrc().getType().getRank())
+    return emitOpError("needs one index per tensor dim");
+  Type e = getSrc().getType().getElementType();
+  bool isInt = e.isInteger(32) || e.isInteger(64);
+  if (isInt != getResult().getType().isIndex())
+    return emitOpError("integer tensors read as index, float tensors as f32");
+  return success();
+}
+
+LogicalResult FragPickOp::verify() {
+  if (getIndices().size() != getFrag().getType().getShape().size())
+    return emitOpError("needs one index per fragment dim");
+  if ((*this)->getParentOfType<ParallelOp>())
+    return emitOpError("is not valid inside qla.parallel (use qla.elem_read)");
+  return success();
+}
+
+LogicalResult VarOp::verify() {
+  if (getInit().getType() != getType().getValueType())
+    return emitOpError("initializer type must be the variable's type");
+  return success();
+}
+
+LogicalResult VarSetOp::verify() {
+  if (getValue().getType() != getVar().getType().getValueType())
+    return emitOpError("value type must be the variable's type");
+  if ((*this)->getParentOfType<ParallelOp>())
+    return emitOpError("variables cannot be assigned inside qla.parallel");
+  return success();
+}
+
+LogicalResult InvUnitLowerOp::verify() {
+  auto s = getSrc().getType(), d = getDst().getType();
+  if (s.getShape().size() != 2 || s.getShape()[0] != s.getShape()[1])
+    return emitOpError("needs a square 2-D fragment");
+  if (s.getShape() != d.getShape()) return emitOpError("source and result shapes differ");
+  if (!s.getElementType().isF32() || !d.getElementType().isF32())
+    return emitOpError("works on f32 fragments");
+  return success();
 }
 
 LogicalResult PipelineOp::verify() {

@@ -53,29 +53,36 @@ def Qla_AllocFragOp : Qla_Op<"alloc_frag"> {
 // Copies
 //===----------------------------------------------------------------------===//
 
-def Qla_LoadOp : Qla_Op<"load"> {
+def Qla_LoadOp : Qla_Op<"load", [AttrSizedOperandSegments]> {
   let summary = "copy a slice of a global tensor into a tile";
   let description = [{
     `qla.load %A[%m0, %k0] -> %a : !qla.global<bf16, 2> -> !qla.smem<128x64xbf16>`
     reads the box starting at the offsets whose extents are the tile's shape;
     `dropped` lists the global dims indexed by a single element (extent 1,
-    not part of the tile shape). Out-of-range elements read as zero.
+    not part of the tile shape). Out-of-range elements read as zero; so do
+    indices at or past `limits[k]` along global dim `limitDims[k]`
+    (`until [%eos] {limitDims = array<i64: 0>}`).
   }];
   let arguments = (ins Qla_GlobalType:$src, Variadic<Index>:$offsets,
-                       Qla_AnyTile:$dst, DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$dropped);
-  let assemblyFormat = "$src `[` $offsets `]` `->` $dst attr-dict `:` type($src) `->` type($dst)";
+                       Qla_AnyTile:$dst, Variadic<Index>:$limits,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$dropped,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$limitDims);
+  let assemblyFormat = "$src `[` $offsets `]` `->` $dst (`until` `[` $limits^ `]`)? attr-dict `:` type($src) `->` type($dst)";
   let hasVerifier = 1;
 }
 
-def Qla_StoreOp : Qla_Op<"store"> {
+def Qla_StoreOp : Qla_Op<"store", [AttrSizedOperandSegments]> {
   let summary = "copy a tile into a slice of a global tensor";
   let description = [{
     `qla.store %acc -> %C[%m0, %n0] : !qla.frag<128x256xf32> -> !qla.global<bf16, 2>`
-    converts to the tensor's dtype; out-of-range elements are not written.
+    converts to the tensor's dtype; out-of-range elements are not written,
+    nor are indices at or past `limits[k]` along global dim `limitDims[k]`.
   }];
   let arguments = (ins Qla_AnyTile:$src, Qla_GlobalType:$dst, Variadic<Index>:$offsets,
-                       DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$dropped);
-  let assemblyFormat = "$src `->` $dst `[` $offsets `]` attr-dict `:` type($src) `->` type($dst)";
+                       Variadic<Index>:$limits,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$dropped,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$limitDims);
+  let assemblyFormat = "$src `->` $dst `[` $offsets `]` (`until` `[` $limits^ `]`)? attr-dict `:` type($src) `->` type($dst)";
   let hasVerifier = 1;
 }
 
@@ -180,6 +187,62 @@ def Qla_ElemWriteOp : Qla_Op<"elem_write"> {
 def Qla_YieldOp : Qla_Op<"yield", [Pure, Terminator, ReturnLike]> {
   let summary = "terminates qla region bodies";
   let assemblyFormat = "attr-dict";
+}
+
+def Qla_GlobalReadOp : Qla_Op<"global_read", [MemoryEffects<[MemRead]>]> {
+  let summary = "read one element of a global tensor (0 when out of range)";
+  let description = [{ `%bos = qla.global_read %cu[%n] : !qla.global<i32, 1> -> index` }];
+  let arguments = (ins Qla_GlobalType:$src, Variadic<Index>:$indices);
+  let results = (outs AnyTypeOf<[Index, F32]>:$result);
+  let assemblyFormat = "$src `[` $indices `]` attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Qla_FragPickOp : Qla_Op<"frag_pick"> {
+  let summary = "read one fragment element at a uniform index, broadcast to every thread";
+  let description = [{ `%gl = qla.frag_pick %gam[%c63] : !qla.frag<64xf32> -> f32` }];
+  let arguments = (ins Qla_FragType:$frag, Variadic<Index>:$indices);
+  let results = (outs AnyTypeOf<[Index, F32]>:$result);
+  let assemblyFormat = "$frag `[` $indices `]` attr-dict `:` type($frag) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Qla_VarOp : Qla_Op<"var"> {
+  let summary = "a mutable per-thread scalar, initialized";
+  let description = [{ `%x = qla.var %c0 : index -> !qla.var<index>` }];
+  let arguments = (ins AnyTypeOf<[Index, F32]>:$init);
+  let results = (outs Qla_VarType:$result);
+  let assemblyFormat = "$init attr-dict `:` type($init) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Qla_VarGetOp : Qla_Op<"var_get"> {
+  let summary = "the current value of a variable";
+  let arguments = (ins Qla_VarType:$var);
+  let results = (outs AnyTypeOf<[Index, F32]>:$result);
+  let assemblyFormat = "$var attr-dict `:` type($var) `->` type($result)";
+  let builders = [OpBuilder<(ins "::mlir::Value":$var), [{
+    build($_builder, $_state, ::mlir::cast<VarType>(var.getType()).getValueType(), var);
+  }]>];
+}
+
+def Qla_VarSetOp : Qla_Op<"var_set"> {
+  let summary = "assign a variable";
+  let arguments = (ins AnyTypeOf<[Index, F32]>:$value, Qla_VarType:$var);
+  let assemblyFormat = "$value `->` $var attr-dict `:` type($value) `->` type($var)";
+  let hasVerifier = 1;
+}
+
+def Qla_InvUnitLowerOp : Qla_Op<"inv_unit_lower"> {
+  let summary = "dst = (I + strictly_lower(src))^-1 for a square f32 fragment";
+  let description = [{
+    `qla.inv_unit_lower %l -> %a : !qla.frag<64x64xf32> -> !qla.frag<64x64xf32>`.
+    Computed in f32 by forward substitution through shared memory; only the
+    strictly lower triangle of `src` is read; `dst` is unit lower triangular.
+  }];
+  let arguments = (ins Qla_FragType:$src, Qla_FragType:$dst);
+  let assemblyFormat = "$src `->` $dst attr-dict `:` type($src) `->` type($dst)";
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//

@@ -17,6 +17,18 @@ constexpr int64_t kRegisterFile = 64 * 1024;    // 32-bit registers per SM
 
 int64_t alignTo(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 
+// Shared scratch (bytes) the emitter needs for `op`: scans and picks stage a
+// vector or one value; the triangular inverse keeps L and X, padded rows.
+int64_t scratchBytes(Operation *op) {
+  if (auto s = dyn_cast<ScanOp>(op)) return 4 * s.getSrc().getType().getShape()[0];
+  if (isa<FragPickOp>(op)) return 4;
+  if (auto inv = dyn_cast<InvUnitLowerOp>(op)) {
+    int64_t n = inv.getSrc().getType().getShape()[0];
+    return 2 * 4 * n * (n + 1);
+  }
+  return 0;
+}
+
 struct AssignResources : ::mlir::qla::impl::QlaAssignResourcesBase<AssignResources> {
   void runOnOperation() override {
     func::FuncOp fn = getOperation();
@@ -38,6 +50,11 @@ struct AssignResources : ::mlir::qla::impl::QlaAssignResourcesBase<AssignResourc
         offset = alignTo(offset, 8);
         bars.setOffsetAttr(b.getI64IntegerAttr(offset));
         offset += 8 * bars.getType().getCount();
+      } else if (int64_t bytes = scratchBytes(op)) {
+        // Staging space of ops that exchange fragment elements between threads.
+        offset = alignTo(offset, 16);
+        op->setAttr("qla.scratch_offset", b.getI64IntegerAttr(offset));
+        offset += bytes;
       }
     });
     int64_t smem = alignTo(offset, 16);

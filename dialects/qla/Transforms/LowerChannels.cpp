@@ -79,7 +79,9 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
       };
       for (Operation &op : *block) {
         auto load = dyn_cast<LoadOp>(op);
-        if (load && isa<SharedType>(load.getDst().getType()) && !op.getParentOfType<PutOp>())
+        // Bounded (`until`) loads stay per-thread copies: TMA only clips at the tensor's edge.
+        if (load && isa<SharedType>(load.getDst().getType()) && !op.getParentOfType<PutOp>() &&
+            load.getLimits().empty())
           run.push_back(load);
         else if (op.getNumRegions() != 0 || !isMemoryEffectFree(&op))
           close();
@@ -146,6 +148,10 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
         map.map(arg, eb.create<SlotOp>(l, buf.getType(), buf, slot).getResult());
       for (Operation &op : put.getBody().front().without_terminator()) {
         if (auto load = dyn_cast<LoadOp>(op)) {
+          if (!load.getLimits().empty())
+            return load.emitOpError("a put cannot bound its copies with `until` (TMA clips only at the tensor's edge); "
+                                    "mask the rows in a map instead"),
+                   failure();
           SmallVector<Value> coords;
           for (Value v : load.getOffsets()) coords.push_back(map.lookupOrDefault(v));
           eb.create<TmaLoadOp>(load.getLoc(), load.getSrc(), coords, map.lookup(load.getDst()),

@@ -80,6 +80,9 @@ struct LowerPipelines : ::mlir::qla::impl::QlaLowerPipelinesBase<LowerPipelines>
     DenseMap<Value, Value> buffers;
     int64_t bytes = 0;
     for (LoadOp ld : loads) {
+      if (!ld.getLimits().empty())
+        return ld.emitOpError("a pipelined copy cannot be bounded with `until` (TMA clips only at the tensor's edge); "
+                              "mask the rows in a map instead");
       auto alloc = ld.getDst().getDefiningOp<AllocSharedOp>();
       if (!alloc || pipe->isAncestor(alloc))
         return ld.emitOpError("a pipelined load must target a shared tile declared before the pipeline");

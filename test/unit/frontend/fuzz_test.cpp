@@ -40,7 +40,7 @@ std::vector<Diagnostic> runAll(const std::string &src, const std::map<std::strin
   return diags;
 }
 
-const char *kSamples[] = {"gemm.qla", "rmsnorm.qla"};
+const char *kSamples[] = {"gemm.qla", "rmsnorm.qla", "features.qla"};
 
 }  // namespace
 
@@ -80,7 +80,8 @@ TEST_CASE("fuzz: random mutations never crash", "[fuzz]") {
       "<", ">", "?", "!", "0", "1", "-1", "0.5", "1e-6", "true", "x", "a", "acc", "k", "i", "j", "BM",
       "block.x", "let", "frag", "shared", "copy", "gemm", "for", "in", "parallel", "pipeline", "stages",
       "unroll", "role", "warpgroup", "regs", "channel", "depth", "put", "get", "if", "else", "reduce",
-      "scan", "cast", "dim", "max", "min", "out", "kernel", "f32", "bf16", "i32", "\n", " "};
+      "scan", "cast", "dim", "max", "min", "out", "kernel", "f32", "bf16", "i32", "var", "until",
+      "inv_unit_lower", "DT", "CU[n]", "gam[0]", "+=", "*=", "\n", " "};
   std::mt19937 rng(12345);
   for (const char *name : kSamples) {
     const std::string src = readInput(name);
@@ -113,6 +114,8 @@ TEST_CASE("fuzz: hostile -D values on the samples", "[fuzz]") {
       {{"BM", "0"}},        {{"BM", "-64"}},     {{"BK", "9223372036854775807"}}, {{"BN", "99999999999999999999"}},
       {{"STAGES", "0"}},    {{"BM", "1"}},       {{"EPS", "0"}},                  {{"EPS", "nan"}},
       {{"D", "64"}},        {{"BR", "1e3"}},     {{"BM", ""}},                    {{"BM", " 64 "}},
+      {{"DT", "f16"}},      {{"DT", "f32"}},     {{"DT", "f64"}},                 {{"BT", "1"}},
+      {{"VARLEN", "0"}},    {{"C", "32"}},       {{"C", "0"}},                    {{"DV", "64"}},
   };
   for (const char *name : kSamples) {
     std::string src = readInput(name);

@@ -269,11 +269,11 @@ TEST_CASE("parser: syntax errors point at the offending token", "[parser]") {
         "t.qla:2:7: error: expected a name after 'let', found '='");
   CHECK(parseError("kernel k() grid(1) threads(128) {\n  let x = (1 + 2\n}") ==
         "t.qla:3:1: error: expected ')' to close '(', found '}'");
-  CHECK(parseError("kernel k() grid(1) threads(128) {\n  acc += 1\n}") ==
-        "t.qla:2:7: error: '+=' on a whole fragment must be followed by gemm(...); use a parallel block for "
-        "elementwise updates");
-  CHECK(parseError("kernel k() grid(1) threads(128) {\n  x -= 1\n}") ==
-        "t.qla:2:5: error: '-=' is only allowed on fragment elements (x[i, j] -= v) inside a parallel block");
+  // (`acc += 1` parses as a var update; sema rejects it on a fragment.)
+  CHECK(parseError("kernel k() grid(1) threads(128) {\n  x -= gemm(a, b)\n}") ==
+        "t.qla:2:8: error: gemm can only be assigned with '=' or '+='");
+  CHECK(parseError("kernel k() grid(1) threads(128) {\n  x / 2\n}") ==
+        "t.qla:2:5: error: expected '=', '+=', '-=', '*=' or '[' after 'x', found '/'");
   CHECK(parseError("kernel k() grid(1) threads(128) {\n  42\n}") ==
         "t.qla:2:3: error: expected a statement, found '42'");
   CHECK(parseError("kernel k() grid(1) threads(128) {\n  let x = block.w\n}") ==

@@ -187,3 +187,88 @@ TEST_CASE("samples: rmsnorm", "[samples]") {
   // Slices are boxes (not required to cover the tensor dim), so D = 64 checks.
   check(readInput("rmsnorm.qla"), {{"D", "64"}});
 }
+
+TEST_CASE("samples: features (GDN building blocks)", "[samples][features]") {
+  auto m = check(readInput("features.qla"));
+  INFO(dumpAst(*m));
+  KernelDecl &k = *m->kernels[0];
+  CHECK(k.name == "gdn_features");
+  // Dtype specialization constants resolve every dtype written with them.
+  ParamDecl &dt = *k.params[0];
+  CHECK(dt.isDType);
+  CHECK(dt.dtypeValue == qla::DType::BF16);
+  CHECK(k.tensors[0]->dtype == qla::DType::BF16);
+  CHECK(k.tensors[0]->dtypeParam == &dt);
+  CHECK(k.tensors[3]->dtype == qla::DType::F32);  // Beta: BT
+  CHECK(k.gridStrings == std::array<std::string, 3>{"2", "HV", "max(B, NCU - 1)"});
+  CHECK(k.numThreads == 256);
+  REQUIRE(k.roles.size() == 2);
+  REQUIRE(k.channels.size() == 1);
+  CHECK(k.channels[0]->fields[0].dtypeParam == &dt);
+  CHECK(k.channels[0]->fields[1].shape == std::vector<int64_t>{64, 64});
+  // let b = VARLEN == 1 ? 0 : n folds to 0.
+  auto *b = nth<LetDecl>(k.body, 3);
+  REQUIRE(b->init->isConst());
+  CHECK(b->init->constInt() == 0);
+  CHECK(nth<SharedDecl>(k.body, 5)->dtype == qla::DType::BF16);
+
+  RoleStmt &load = *k.roles[0], &math = *k.roles[1];
+  auto *bos = nth<VarDecl>(load.body, 0);
+  CHECK(bos->type == ScalarType::Int);
+  auto *ifv = nth<IfStmt>(load.body, 2);
+  REQUIRE(ifv->cond->isConst());
+  CHECK(ifv->cond->value->b);
+  auto *set = nth<AssignStmt>(ifv->thenBlock, 0);
+  CHECK(set->var == bos);
+  auto *cu = as<GlobalElemExpr>(set->value.get());
+  REQUIRE(cu);
+  CHECK(cu->tensor->name == "CU");
+  CHECK(cu->type == ScalarType::Int);
+  auto *loop = nth<ForStmt>(load.body, 3);
+  CHECK_FALSE(loop->hi->isConst());  // reads vars
+  auto *put = nth<SlotStmt>(loop->body, 0);
+  auto *ck = nth<CopyStmt>(put->body, 0);
+  REQUIRE(ck->src.slices[1].limit);
+  CHECK(as<NameExpr>(ck->src.slices[1].limit.get())->decl == static_cast<Decl *>(nth<VarDecl>(load.body, 1)));
+  CHECK(ck->src.sliceShape == std::vector<int64_t>{64, 128});
+  CHECK(ck->src.droppedDims == std::vector<int>{0, 2});
+
+  auto *chunks = nth<ForStmt>(math.body, 10);
+  auto *gl = nth<LetDecl>(chunks->body, 2);
+  auto *pick = as<FragPickExpr>(gl->init.get());
+  REQUIRE(pick);
+  CHECK(pick->frag->name == "gam");
+  CHECK(pick->indices[0]->constInt() == 63);
+  auto *get = nth<SlotStmt>(chunks->body, 4);
+  auto *inv = nth<FragAssignStmt>(get->body, 2);
+  CHECK(inv->init.kind == FragInit::Kind::InvUnitLower);
+  CHECK(inv->init.source->name == "kk");
+  CHECK(inv->frag->name == "a");
+  CHECK(nth<FragDecl>(get->body, 4)->dtypeParam == &dt);
+  auto *tr = nth<AssignStmt>(chunks->body, 9);
+  CHECK(tr->op == AssignOp::Add);
+  CHECK(tr->var->type == ScalarType::Float);
+  auto *sum = as<BinaryExpr>(tr->value.get());
+  REQUIRE(sum);
+  CHECK(sum->lhs->kind == ExprKind::FragPick);
+  CHECK(as<FragPickExpr>(sum->lhs.get())->indices.size() == 2);
+
+  // -D: another dtype and the dense layout.
+  m = check(readInput("features.qla"), {{"DT", "f16"}, {"VARLEN", "0"}, {"DV", "64"}});
+  KernelDecl &k2 = *m->kernels[0];
+  CHECK(k2.tensors[1]->dtype == qla::DType::F16);
+  CHECK(k2.tensors[5]->dtype == qla::DType::F16);
+  CHECK(k2.gridStrings[0] == "1");
+  CHECK_FALSE(nth<LetDecl>(k2.body, 3)->init->isConst());  // b = n
+  CHECK_FALSE(nth<IfStmt>(k2.roles[0]->body, 2)->cond->value->b);
+  // f32 operands cannot feed the gemms.
+  std::vector<Diagnostic> diags;
+  CHECK_FALSE(parseAndCheckQla(readInput("features.qla"), "f.qla", {{"DT", "f32"}}, diags));
+  REQUIRE_FALSE(diags.empty());
+  CHECK(diags[0].message == "gemm operands must be bf16 or f16; 'k' is f32");
+  diags.clear();
+  CHECK_FALSE(parseAndCheckQla(readInput("features.qla"), "f.qla", {{"DT", "f8"}}, diags));
+  REQUIRE(diags.size() == 1);
+  CHECK(diags[0].str() == "f.qla:12:21: error: specialization constant 'DT' is a dtype; 'f8' is not one of bf16, f16, "
+                          "f32, i32, i64");
+}

@@ -28,6 +28,12 @@ struct CompiledKernel {
 bool compileQla(const std::string &source, const std::string &filename, const CompileOptions &options,
                 CompiledKernel &out, std::vector<std::string> &diagnostics);
 
+// The same from tile-level MLIR text (a module holding qla kernels as
+// func.func with qla.* attributes, as `--emit=mlir` prints them): runs the
+// pass pipeline and the emitter. For tests and for front ends other than ours.
+bool compileQlaMlir(const std::string &mlirText, const std::string &filename, const CompileOptions &options,
+                    CompiledKernel &out, std::vector<std::string> &diagnostics);
+
 // Kernel names in a file (parse only), for tools.
 bool listKernels(const std::string &source, const std::string &filename, std::vector<std::string> &names,
                  std::vector<std::string> &diagnostics);

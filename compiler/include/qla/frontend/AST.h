@@ -23,7 +23,23 @@
 //    FragInit::source, ElemExpr::frag, ElemAssignStmt::frag, ...);
 //  * every compile-time quantity is folded into an int64 field: tile shapes,
 //    slice extents, pipeline stages, channel depth, threads, cluster, gemm
-//    M/N/K, parallel extents, and the value of every specialization constant.
+//    M/N/K, parallel extents, and the value of every specialization constant;
+//  * every dtype written in the source (tensor arguments, shared, frag,
+//    channel fields) is resolved into the `dtype` field, also when it names a
+//    dtype specialization constant (`DT` in `kernel k<DT = bf16>`; the
+//    `dtypeParam` field then points at it): later stages read `dtype` only;
+//  * the parser turns every `NAME[...]` in an expression into an ElemExpr;
+//    sema replaces it by a GlobalElemExpr (NAME is a tensor argument) or a
+//    FragPickExpr (NAME is a fragment, outside parallel blocks), so after
+//    sema an ElemExpr is always a fragment read inside a parallel block;
+//  * likewise `NAME = expr` is parsed as a FragAssignStmt with a Fill init;
+//    sema replaces it by an AssignStmt when NAME is a VarDecl. After sema a
+//    FragAssignStmt always targets a fragment and an AssignStmt a var;
+//  * expressions have no side effects, so a condition (IfStmt::cond,
+//    SelectExpr::cond) whose `value` is set lets the back end emit only the
+//    taken side; both sides are still fully checked. `&&` / `||` fold when
+//    either side decides them (`false && x` is the constant false), and a
+//    `?:` whose condition and taken branch are constant is constant.
 #pragma once
 
 #include <array>
@@ -97,6 +113,7 @@ struct LoopVarDecl;
 struct SharedDecl;
 struct SlotBindingDecl;
 struct ChannelDecl;
+struct VarDecl;
 struct RoleStmt;
 struct SlotStmt;
 struct ParallelStmt;
@@ -106,7 +123,9 @@ struct ParallelStmt;
 //===----------------------------------------------------------------------===//
 
 enum class ExprKind : uint8_t {
-  IntLit, FloatLit, BoolLit, Name, BlockIdx, Unary, Binary, Select, Call, Elem, Convert
+  IntLit, FloatLit, BoolLit, Name, BlockIdx, Unary, Binary, Select, Call, Elem, Convert,
+  GlobalElem,  // GlobalElemExpr: X[i, j] of a global tensor argument
+  FragPick,    // FragPickExpr: f[i] / f[i, j] of a fragment outside parallel blocks
 };
 
 struct Expr {
@@ -142,8 +161,12 @@ struct BoolLitExpr : Expr {
   static bool classof(const Expr *e) { return e->kind == ExprKind::BoolLit; }
 };
 
-// A scalar name: ParamDecl (constant), DimDecl, ScalarArgDecl, LetDecl or
-// LoopVarDecl (for/pipeline/parallel index). Sema rejects any other decl here.
+// A scalar name: ParamDecl (constant; never a dtype param), DimDecl,
+// ScalarArgDecl, LetDecl, LoopVarDecl (for/pipeline/parallel index) or
+// VarDecl. Sema rejects any other decl here.
+// A name referring to a VarDecl is never constant (`value` is never set, even
+// when the var's initializer is constant): its value is the var's current
+// value at that point of execution; `type` is VarDecl::type.
 struct NameExpr : Expr {
   std::string name;
   Decl *decl = nullptr;  // set by sema
@@ -182,7 +205,8 @@ struct BinaryExpr : Expr {
   static bool classof(const Expr *e) { return e->kind == ExprKind::Binary; }
 };
 
-// cond ? a : b
+// cond ? a : b. When cond->value is set only the taken branch needs to be
+// evaluated; `value` is set when cond and the taken branch are constant.
 struct SelectExpr : Expr {
   SourceLoc opLoc;  // the '?'
   ExprPtr cond, thenExpr, elseExpr;
@@ -210,7 +234,8 @@ struct CallExpr : Expr {
 
 // An element read `x[i, j]` of a fragment; only inside a parallel block, and
 // every index is one of the block's index variables (a NameExpr whose decl is
-// a LoopVarDecl of that ParallelStmt).
+// a LoopVarDecl of that ParallelStmt). (The parser makes an ElemExpr for every
+// NAME[...]; sema turns the other cases into GlobalElemExpr / FragPickExpr.)
 struct ElemExpr : Expr {
   std::string name;
   FragDecl *frag = nullptr;  // set by sema
@@ -221,6 +246,42 @@ struct ElemExpr : Expr {
   std::vector<int> parallelDims;
   ElemExpr(SourceLoc l, std::string n) : Expr(ExprKind::Elem, std::move(l)), name(std::move(n)) {}
   static bool classof(const Expr *e) { return e->kind == ExprKind::Elem; }
+};
+
+// X[i0, ..., iN-1]: one element of global tensor argument X, read from global
+// memory (created by sema from the parser's ElemExpr; see the header
+// comment). Allowed anywhere a scalar expression is (inside and outside
+// parallel blocks; not in grid / threads / cluster expressions or
+// specialization constant defaults, where no tensor is visible or a constant
+// is required). Invariants after sema: `tensor` is set, `indices.size() ==
+// tensor->rank()`, every index has type Int (any int expression, not
+// necessarily constant or uniform), `type` is
+// elementScalarType(tensor->dtype) (Float for bf16/f16/f32, Int for i32/i64;
+// an i64 element is narrowed to the int type), and `value` is never set.
+// An index outside [0, dim size) makes the read give 0 (no fault).
+struct GlobalElemExpr : Expr {
+  std::string name;
+  TensorArgDecl *tensor = nullptr;  // set by sema
+  std::vector<ExprPtr> indices;     // outermost dim first
+  GlobalElemExpr(SourceLoc l, std::string n) : Expr(ExprKind::GlobalElem, std::move(l)), name(std::move(n)) {}
+  static bool classof(const Expr *e) { return e->kind == ExprKind::GlobalElem; }
+};
+
+// f[i] / f[i, j] outside parallel blocks: the value of one element of fragment
+// f, the same for every thread (a uniform scalar). Created by sema from the
+// parser's ElemExpr (see the header comment). Invariants after sema: `frag` is
+// set and declared in the current role (or the kernel has no roles),
+// `indices.size() == frag->rank()`, every index has type Int (any int
+// expression; uniform, since it cannot involve parallel index variables), a
+// constant index is within the extent of its dim, `type` is
+// elementScalarType(frag->dtype), and `value` is never set. A run-time index
+// out of range gives an unspecified value.
+struct FragPickExpr : Expr {
+  std::string name;
+  FragDecl *frag = nullptr;      // set by sema
+  std::vector<ExprPtr> indices;  // one per fragment dim
+  FragPickExpr(SourceLoc l, std::string n) : Expr(ExprKind::FragPick, std::move(l)), name(std::move(n)) {}
+  static bool classof(const Expr *e) { return e->kind == ExprKind::FragPick; }
 };
 
 // An implicit int -> float conversion inserted by sema (never by the parser).
@@ -246,6 +307,7 @@ enum class DeclKind : uint8_t {
   Frag,         // FragDecl (also a Stmt)
   SlotBinding,  // SlotBindingDecl: a tile of a channel slot bound by put/get
   Channel,      // ChannelDecl (also a Stmt)
+  Var,          // VarDecl (also a Stmt): mutable scalar
 };
 
 struct Decl {
@@ -259,11 +321,22 @@ struct Decl {
       : declKind(k), name(std::move(n)), nameLoc(std::move(l)) {}
 };
 
+// A specialization constant. Either a value constant (`BM = 64`: `value`) or
+// a dtype constant (`DT = bf16`: isDType, `dtypeValue`). A dtype constant's
+// default is a NameExpr spelling a dtype (bf16 f16 f32 i32 i64) or naming an
+// earlier dtype constant; that NameExpr is left untyped (type Unknown, no
+// value; its decl is the earlier dtype constant, or null). A -D override of
+// a dtype constant must be a dtype name. A dtype constant can only be used
+// where a dtype is written (tensor arguments, shared, frag, channel fields;
+// not scalar arguments), never in an expression; a value constant can never
+// be used as a dtype.
 struct ParamDecl : Decl {
   int index = 0;            // position in KernelDecl::params
   ExprPtr defaultExpr;      // checked and folded by sema
-  ConstValue value;         // set by sema: the default, or the -D override
-  bool overridden = false;  // value came from a -D define
+  ConstValue value;         // set by sema: the default, or the -D override (type Unknown when isDType)
+  bool overridden = false;  // value (or dtypeValue) came from a -D define
+  bool isDType = false;     // set by sema: a dtype specialization constant
+  DType dtypeValue = DType::F32;  // set by sema when isDType: the default, or the -D override
   ParamDecl(std::string n, SourceLoc l) : Decl(DeclKind::Param, std::move(n), std::move(l)) {}
   static bool classof(const Decl *d) { return d->declKind == DeclKind::Param; }
 };
@@ -287,9 +360,10 @@ struct TensorDim {
 struct TensorArgDecl : Decl {
   int argIndex = 0;     // position in KernelDecl::args
   int tensorIndex = 0;  // position in KernelDecl::tensors
-  std::string dtypeName;
+  std::string dtypeName;  // as written: a dtype or a dtype specialization constant
   SourceLoc dtypeLoc;
   DType dtype = DType::F32;  // set by sema from dtypeName
+  ParamDecl *dtypeParam = nullptr;  // set by sema when dtypeName names a dtype specialization constant
   bool isOutput = false;     // declared `out`: the kernel may write it
   std::vector<TensorDim> dims;  // outermost first
   TensorArgDecl(std::string n, SourceLoc l) : Decl(DeclKind::TensorArg, std::move(n), std::move(l)) {}
@@ -322,9 +396,10 @@ enum class MemSpace : uint8_t { Shared, Frag };
 
 // Common view of every tile: SharedDecl, FragDecl and SlotBindingDecl.
 struct TileDecl : Decl {
-  std::string dtypeName;
+  std::string dtypeName;        // as written: a dtype or a dtype specialization constant
   SourceLoc dtypeLoc;
   DType dtype = DType::F32;     // set by sema
+  ParamDecl *dtypeParam = nullptr;  // set by sema when dtypeName names a dtype specialization constant
   std::vector<int64_t> shape;   // set by sema (empty when the declaration had errors)
   MemSpace space() const { return declKind == DeclKind::Frag ? MemSpace::Frag : MemSpace::Shared; }
   int rank() const { return int(shape.size()); }
@@ -343,7 +418,9 @@ struct TileDecl : Decl {
 
 enum class StmtKind : uint8_t {
   Let, Shared, Frag, Copy, Gemm, FragAssign, For, Pipeline, Parallel, ElemAssign, If,
-  Role, Channel, Put, Get
+  Role, Channel, Put, Get,
+  Var,     // VarDecl: var NAME = init
+  Assign,  // AssignStmt: NAME op= value on a var
 };
 
 struct Stmt {
@@ -370,6 +447,26 @@ struct LetDecl : Stmt, Decl {
   static bool classof(const Decl *d) { return d->declKind == DeclKind::Let; }
 };
 
+// var NAME = init   (a mutable int or float scalar)
+// Invariants after sema: `type` is init->type after the check, Int or Float
+// (a bool init is an error; Unknown only after errors). Not allowed inside a
+// parallel block, inside `put`, or at the top level of a kernel with roles.
+// Every read is a NameExpr whose decl is this VarDecl (never constant); it is
+// visible from its declaration to the end of its block, including nested
+// loops, ifs, slices, loop bounds and parallel blocks (read-only there).
+// Assignments are AssignStmts, possibly in nested blocks (loop bodies, if
+// branches): the back end carries the value through those (loop-carried
+// values, if results). A `let` initialised from a var keeps the value the
+// var had at the let.
+struct VarDecl : Stmt, Decl {
+  ExprPtr init;
+  ScalarType type = ScalarType::Unknown;  // set by sema
+  VarDecl(SourceLoc l, std::string n, SourceLoc nl)
+      : Stmt(StmtKind::Var, std::move(l)), Decl(DeclKind::Var, std::move(n), std::move(nl)) {}
+  static bool classof(const Stmt *s) { return s->kind == StmtKind::Var; }
+  static bool classof(const Decl *d) { return d->declKind == DeclKind::Var; }
+};
+
 // shared NAME : DTYPE [extents]
 struct SharedDecl : Stmt, TileDecl {
   std::vector<ExprPtr> extents;  // constant; folded into TileDecl::shape
@@ -383,13 +480,17 @@ enum class RedOp : uint8_t { Add, Max, Min };
 const char *redOpStr(RedOp op);  // "+", "max", "min"
 
 // Right-hand side of a fragment initialisation / assignment.
+// InvUnitLower: `inv_unit_lower(l)` is the inverse of (I + strictly_lower(l))
+// (a unit lower-triangular matrix; the diagonal and upper part of `l` are
+// ignored). Invariants after sema: `source` and the target are 2-D, square,
+// f32 and of the same shape; the source may be the target itself.
 struct FragInit {
-  enum class Kind : uint8_t { None, Fill, Reduce, Scan, Cast };
+  enum class Kind : uint8_t { None, Fill, Reduce, Scan, Cast, InvUnitLower };
   Kind kind = Kind::None;  // None: a frag declaration without '='
-  SourceLoc loc;           // the fill expression, or the reduce/scan/cast keyword
+  SourceLoc loc;           // the fill expression, or the reduce/scan/cast/inv_unit_lower keyword
   ExprPtr fill;            // Fill: the scalar (converted to the element type)
   RedOp op = RedOp::Add;   // Reduce, Scan
-  std::string sourceName;  // Reduce, Scan, Cast: the source fragment
+  std::string sourceName;  // Reduce, Scan, Cast, InvUnitLower: the source fragment
   SourceLoc sourceLoc;
   FragDecl *source = nullptr;  // set by sema
   int dim = -1;            // Reduce: the reduced dim; Scan: the scanned dim (sema fills the default)
@@ -410,10 +511,17 @@ struct FragDecl : Stmt, TileDecl {
 
 // One slice component of a global-tensor reference: `start :+ extent` or a
 // single index `start` (that dim is dropped from the tile shape).
+// `start :+ extent until limit` bounds the box: along this dim, tensor indices
+// >= limit (absolute indices, like start; not relative to start) read as 0 and
+// are not written, in addition to the tensor's own bound. `limit` is an int
+// expression (not necessarily constant; any copy, either direction, on the
+// global side). Only a range slice (with an extent) can have a limit (the
+// parser enforces it).
 struct Slice {
   SourceLoc loc;
   ExprPtr start;             // int
   ExprPtr extent;            // null for a single index
+  ExprPtr limit;             // int; null unless `until limit` was written
   int64_t extentValue = 1;   // folded extent (1 for a single index)
   bool isIndex() const { return extent == nullptr; }
 };
@@ -466,11 +574,13 @@ struct GemmStmt : Stmt {
   static bool classof(const Stmt *s) { return s->kind == StmtKind::Gemm; }
 };
 
-// NAME = fill | reduce(...) | scan(...) | cast(...)   on an existing fragment
+// NAME = fill | reduce(...) | scan(...) | cast(...) | inv_unit_lower(...)
+// on an existing fragment (after sema `frag` is always set; see AssignStmt).
 struct FragAssignStmt : Stmt {
   std::string target;
   FragDecl *frag = nullptr;  // set by sema
   FragInit init;
+  SourceLoc opLoc;           // the '='
   FragAssignStmt(SourceLoc l) : Stmt(StmtKind::FragAssign, std::move(l)) {}
   static bool classof(const Stmt *s) { return s->kind == StmtKind::FragAssign; }
 };
@@ -509,6 +619,24 @@ struct ParallelStmt : Stmt {
 enum class AssignOp : uint8_t { Set, Add, Sub, Mul };  // = += -= *=
 const char *assignOpStr(AssignOp op);
 
+// NAME op= value on a var (VarDecl), op one of = += -= *=. The parser makes an
+// AssignStmt for `NAME += / -= / *= expr` (without gemm); `NAME = expr` is
+// parsed as a FragAssignStmt and becomes an AssignStmt in sema when NAME is a
+// var. Invariants after sema: `var` is set; `value` has type var->type
+// (an int value assigned to a float var is wrapped in a ConvertExpr; a float
+// value for an int var, or a bool, is an error); never inside a parallel
+// block (the body runs once per element) and never inside `put`. `x op= v`
+// means x = x op v, computed in x's type.
+struct AssignStmt : Stmt {
+  std::string target;
+  VarDecl *var = nullptr;  // set by sema
+  AssignOp op = AssignOp::Set;
+  SourceLoc opLoc;  // the operator token
+  ExprPtr value;
+  AssignStmt(SourceLoc l) : Stmt(StmtKind::Assign, std::move(l)) {}
+  static bool classof(const Stmt *s) { return s->kind == StmtKind::Assign; }
+};
+
 // NAME[i, j] op= value  inside a parallel block; the indices are the block's
 // index variables in order and the fragment's shape is the block's shape.
 struct ElemAssignStmt : Stmt {
@@ -523,6 +651,8 @@ struct ElemAssignStmt : Stmt {
 };
 
 // if cond { } [else { }]; `else if` is an else block holding one IfStmt.
+// When cond->value is set (the condition folds, e.g. `FLAG` or `BM > 64`)
+// the back end may emit only the taken block; both blocks are checked.
 struct IfStmt : Stmt {
   ExprPtr cond;  // bool
   Block thenBlock;
@@ -550,9 +680,10 @@ struct RoleStmt : Stmt {
 struct ChannelField {
   SourceLoc loc;
   std::string name;
-  std::string dtypeName;
+  std::string dtypeName;         // as written: a dtype or a dtype specialization constant
   SourceLoc dtypeLoc;
   DType dtype = DType::F32;      // set by sema
+  ParamDecl *dtypeParam = nullptr;  // set by sema when dtypeName names a dtype specialization constant
   std::vector<ExprPtr> extents;
   std::vector<int64_t> shape;    // set by sema
 };
@@ -659,7 +790,9 @@ std::string dumpAst(const Module &m);
 std::string exprString(const Expr &e);
 // A grid expression after sema, as the runtime's evalGridExpr reads it: dim
 // symbols, integer literals, + - * / %, unary -, parentheses, cdiv/min/max;
-// constants (specialization constants included) are folded, e.g. "cdiv(N, 256)".
+// constants (specialization constants included) are folded, e.g. "cdiv(N, 256)",
+// and a `c ? a : b` with a constant condition prints as its taken branch
+// ("2 * (NCU - 1)" for `2 * (VARLEN == 1 ? NCU - 1 : B)` with VARLEN = 1).
 std::string gridExprString(const Expr &e);
 
 }  // namespace qla::fe

@@ -27,7 +27,8 @@ ParseResult parseQla(const std::string &source, const std::string &filename);
 // Semantic checks, name resolution and constant folding, in place. `defines`
 // are the -D overrides of specialization constants: NAME (applies to every
 // kernel of the module that declares NAME) or KERNEL.NAME; each VALUE must
-// parse as the type of the constant's default (int, float or bool). Appends
+// parse as the type of the constant's default (int, float or bool; one of
+// bf16 f16 f32 i32 i64 for a dtype constant). Appends
 // errors to `diags` and returns true when there were none. Run it once per
 // parsed module (to compile with other defines, parse again).
 bool checkQla(Module &module, const std::map<std::string, std::string> &defines,

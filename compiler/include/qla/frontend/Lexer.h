@@ -20,13 +20,17 @@ enum class Tok : uint8_t {
   KwKernel, KwGrid, KwThreads, KwCluster, KwLet, KwShared, KwFrag, KwCopy, KwGemm, KwFor,
   KwIn, KwPipeline, KwStages, KwUnroll, KwParallel, KwRole, KwWarpgroup, KwWarpgroups,
   KwRegs, KwChannel, KwDepth, KwPut, KwGet, KwIf, KwElse, KwReduce, KwScan, KwCast,
-  KwTrue, KwFalse, KwOut, KwDim, KwBlock, KwMax, KwMin,
+  KwTrue, KwFalse, KwOut, KwDim, KwBlock, KwMax, KwMin, KwVar, KwUntil, KwInvUnitLower,
   // punctuation
   LParen, RParen, LBracket, RBracket, LBrace, RBrace, Less, Greater, Comma, Colon, Semi,
   Dot, DotDot, ColonPlus, Arrow, CaretT, Assign, PlusAssign, MinusAssign, StarAssign,
   EqEq, NotEq, LessEq, GreaterEq, AndAnd, OrOr, Bang, Question, Plus, Minus, Star, Slash,
   Percent,
 };
+
+// Keywords are the contiguous range KwKernel .. kLastKeyword.
+constexpr Tok kLastKeyword = Tok::KwInvUnitLower;
+inline bool isKeyword(Tok t) { return t >= Tok::KwKernel && t <= kLastKeyword; }
 
 // How a token kind is spelled in messages: "'kernel'", "'->'", "identifier", ...
 std::string tokSpelling(Tok t);

@@ -1,0 +1,150 @@
+// The GDN (Gated Delta Network) chunked forward operator: the host side of
+// FLA's `chunk_gated_delta_rule` over QLA's two forward kernels
+// (kernels/gdn/gdn_fwd_prepare.qla, kernels/gdn/gdn_fwd_state.qla).
+//
+//   qla::gdn::ForwardParams p;
+//   p.q = {dq, DType::BF16, {B, T, Hqk, K}};  ...  p.o = {dout, DType::BF16, {B, T, Hv, V}};
+//   std::vector<char> ... ; size_t n = qla::gdn::forwardWorkspaceBytes(p);  // device scratch
+//   qla::gdn::forward(p, workspace, n);   // throws qla::gdn::Error; async on p.stream
+//
+// forward() checks every argument before it launches anything (on an error
+// the outputs are untouched), then launches the prepare and the state kernel
+// on p.stream. It never synchronizes and never allocates device memory, so it
+// may be captured in a CUDA graph once the kernels are compiled and loaded
+// (call warmup() or run it once before capturing).
+//
+// The kernels are embedded in the library as .qla source, JIT-compiled on
+// first use per specialization (dtype, K, V, beta dtype, varlen and its
+// offset dtype, L2 norm, initial/final state), memoized per process and kept
+// in QLA's kernel cache (memory and $QLA_CACHE_DIR) across runs.
+//
+// No MLIR and no PyTorch here.
+#pragma once
+
+#include <cuda.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "qla/runtime/Driver.h"
+#include "qla/runtime/KernelInfo.h"
+
+namespace qla::gdn {
+
+// Every error of the operator: bad arguments, no driver, a failed compile or launch.
+// Messages start with "chunk_gated_delta_rule: " and name the argument.
+struct Error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// A device tensor: pointer, dtype, shape (outermost first), strides in
+// elements (empty: contiguous row-major).
+struct TensorRef {
+  void *data = nullptr;
+  DType dtype = DType::BF16;
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides;
+};
+
+struct ForwardParams {
+  TensorRef q, k;                   // [B, T, Hqk, K], bf16 or f16
+  TensorRef v;                      // [B, T, Hv, V], the dtype of q; Hv % Hqk == 0
+  TensorRef g;                      // [B, T, Hv], f32 (natural-log decay, <= 0)
+  TensorRef beta;                   // [B, T, Hv], f32 or the dtype of q
+  TensorRef o;                      // out [B, T, Hv, V], the dtype of q
+  std::optional<TensorRef> initial_state;  // [N, Hv, K, V] f32
+  std::optional<TensorRef> final_state;    // out [N, Hv, K, V] f32
+  std::optional<TensorRef> cu_seqlens;     // [N + 1] int32/int64 offsets; requires B = 1
+  double scale = std::numeric_limits<double>::quiet_NaN();  // NaN: K^-0.5
+  bool use_qk_l2norm = false;
+  // Optional host copy of cu_seqlens (N + 1 values), used only to validate
+  // (starts at 0, non-decreasing, ends at T). Leave null under graph capture.
+  const int64_t *cu_seqlens_host = nullptr;
+  CUstream stream = nullptr;
+};
+
+// Host-side checks of every dtype, shape, stride, alignment and of the host
+// copy of cu_seqlens; needs no GPU. Throws Error.
+void validateForward(const ForwardParams &p);
+
+// Device scratch forward() needs: W [B,T,Hv,K] and U [B,T,Hv,V] in the input
+// dtype, GC [B,T,Hv] f32 (rows padded to 4 floats), each 256-byte aligned,
+// plus 256 bytes standing in for absent optional tensors. The first form
+// validates `p` first (throws Error).
+size_t forwardWorkspaceBytes(const ForwardParams &p);
+size_t forwardWorkspaceBytes(DType dtype, int64_t B, int64_t T, int64_t Hv, int64_t K, int64_t V);
+
+// Validates, then launches prepare and state on p.stream. `workspace`: a
+// device buffer of at least forwardWorkspaceBytes(p) bytes, 256-byte aligned,
+// not overlapping any argument; its contents need no initialization.
+// Without a CUDA driver it throws "chunk_gated_delta_rule: no CUDA driver ...".
+void forward(const ForwardParams &p, void *workspace, size_t workspaceBytes);
+
+//===----------------------------------------------------------------------===//
+// Specializations, compilation, launch plans (tests, warmup, tools)
+//===----------------------------------------------------------------------===//
+
+// What selects the compiled kernels of one call.
+struct ForwardConfig {
+  DType dtype = DType::BF16;      // q, k, v, o
+  DType betaDtype = DType::F32;   // f32 or dtype
+  int K = 128, V = 128;           // 64 or 128 each
+  bool varlen = false;
+  DType cuDtype = DType::I32;     // cu_seqlens dtype (i32 or i64); i32 when !varlen
+  bool l2norm = false;
+  bool initialState = false;
+  bool finalState = false;
+
+  bool operator==(const ForwardConfig &o) const;
+  std::string str() const;  // "dtype=bf16 beta=f32 K=128 V=128 varlen=0 ..."
+};
+
+// The configuration a (validated) call selects.
+ForwardConfig forwardConfig(const ForwardParams &p);
+// Every configuration the operator can request (2 dtypes x 2 beta dtypes x
+// 2 K x 2 V x 3 varlen/offset dtypes x 2 L2 norm x 2 initial x 2 final).
+std::vector<ForwardConfig> allForwardConfigs();
+
+// One kernel compile: embedded file name and its specialization constants (-D).
+struct KernelSpec {
+  std::string file;                            // "gdn_fwd_prepare.qla"
+  std::map<std::string, std::string> defines;  // DT=bf16, DK=128, ...
+  std::string str() const;                     // "gdn_fwd_prepare.qla -D DT=bf16 -D DK=128 ..."
+};
+KernelSpec prepareKernelSpec(const ForwardConfig &c);  // DT BT CT DK DV VARLEN L2NORM
+KernelSpec stateKernelSpec(const ForwardConfig &c);    // DT CT DK DV VARLEN L2NORM HAS_H0 STORE_HT
+
+// The .qla sources embedded at build time (file name → source).
+const std::vector<std::pair<std::string, std::string>> &embeddedKernelSources();
+// Null when the file was not embedded (the build had no such kernel).
+const std::string *embeddedKernelSource(const std::string &file);
+
+// Compiles (JIT, memoized per process, kernel cache underneath) the two
+// kernels of `c`; with loadOnGpu and a GPU present also loads them into the
+// current CUDA context (device 0's primary context when none is current).
+// Throws Error naming the kernel file and its -D constants on a compile error.
+void warmup(const ForwardConfig &c, bool loadOnGpu = true);
+// Every configuration with these dtype, K and V (36 compiles on a cold cache).
+void warmup(DType dtype, int K, int V, bool loadOnGpu = true);
+
+// Everything forward() would launch, checked against the compiled kernels'
+// signatures (dims, strides, TMA alignment, grid), without a GPU: validates
+// `p` and the workspace, compiles the kernels, builds and checks both
+// launches. forward() = device checks + this + two launches.
+struct LaunchPlan {
+  ForwardConfig config;
+  KernelSpec prepareSpec, stateSpec;
+  rt::LaunchArgs prepare, state;      // tensors in kernel order, scalars, stream
+  KernelInfo prepareInfo, stateInfo;  // the compiled kernels' signatures
+  std::array<int64_t, 3> prepareGrid{}, stateGrid{};
+};
+LaunchPlan planForward(const ForwardParams &p, void *workspace, size_t workspaceBytes);
+
+}  // namespace qla::gdn

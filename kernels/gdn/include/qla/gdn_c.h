@@ -1,0 +1,87 @@
+/* The C ABI of the GDN forward operator (qla/gdn.h), exported by libqla.so.
+ * Used by the Python package (python/qla/gdn.py, through ctypes). No function
+ * throws or aborts: each returns 0, or -1 with a message in `err` (which may
+ * be NULL; the message is truncated to errlen - 1 bytes and NUL-terminated).
+ *
+ *   qla_gdn_forward_args a;
+ *   qla_gdn_forward_args_init(&a);            // abi_version, scale = NaN, all absent
+ *   a.q = (qla_gdn_tensor){dq, QLA_GDN_BF16, 4, {B, T, H, K}, {0}, 0};  ...
+ *   size_t n; qla_gdn_forward_workspace_bytes(&a, &n, err, sizeof err);
+ *   qla_gdn_forward(&a, workspace, n, err, sizeof err);
+ */
+#ifndef QLA_GDN_C_H
+#define QLA_GDN_C_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define QLA_GDN_ABI_VERSION 1
+
+/* Dtype codes (the values of qla::DType). */
+enum { QLA_GDN_BF16 = 0, QLA_GDN_F16 = 1, QLA_GDN_F32 = 2, QLA_GDN_I32 = 3, QLA_GDN_I64 = 4 };
+
+typedef struct qla_gdn_tensor {
+  void *data;           /* device pointer; NULL: absent (only for the optional tensors) */
+  int32_t dtype;        /* QLA_GDN_* */
+  int32_t rank;         /* 1..4 */
+  int64_t shape[4];     /* outermost first */
+  int64_t strides[4];   /* in elements; used only when has_strides != 0 */
+  int32_t has_strides;  /* 0: contiguous row-major */
+  int32_t reserved;
+} qla_gdn_tensor;
+
+typedef struct qla_gdn_forward_args {
+  int32_t abi_version;        /* QLA_GDN_ABI_VERSION */
+  int32_t use_qk_l2norm;      /* 0 or 1 */
+  double scale;               /* NaN: K^-0.5 */
+  qla_gdn_tensor q, k;        /* [B, T, Hqk, K] bf16/f16 */
+  qla_gdn_tensor v;           /* [B, T, Hv, V] */
+  qla_gdn_tensor g;           /* [B, T, Hv] f32 */
+  qla_gdn_tensor beta;        /* [B, T, Hv] f32 or the input dtype */
+  qla_gdn_tensor o;           /* out [B, T, Hv, V] */
+  qla_gdn_tensor initial_state; /* optional [N, Hv, K, V] f32 */
+  qla_gdn_tensor final_state;   /* optional out [N, Hv, K, V] f32 */
+  qla_gdn_tensor cu_seqlens;    /* optional [N + 1] i32/i64, requires B = 1 */
+  const int64_t *cu_seqlens_host; /* optional host copy (cu_seqlens.shape[0] values), to validate */
+  void *stream;               /* CUstream / cudaStream_t; NULL: the default stream */
+} qla_gdn_forward_args;
+
+/* Specialization selector for qla_gdn_forward_warmup. */
+typedef struct qla_gdn_forward_config {
+  int32_t dtype;          /* QLA_GDN_BF16 or QLA_GDN_F16 */
+  int32_t beta_dtype;     /* QLA_GDN_F32 or dtype */
+  int32_t k, v;           /* 64 or 128 */
+  int32_t varlen;         /* 0 or 1 */
+  int32_t cu_dtype;       /* QLA_GDN_I32 or QLA_GDN_I64 (varlen only) */
+  int32_t use_qk_l2norm;
+  int32_t initial_state;  /* 0 or 1 */
+  int32_t final_state;    /* 0 or 1 */
+} qla_gdn_forward_config;
+
+/* Fills `a` with: abi_version, scale = NaN, every tensor absent, no stream. */
+void qla_gdn_forward_args_init(qla_gdn_forward_args *a);
+
+/* Validates `a` (every host-side check) and writes the workspace size. */
+int qla_gdn_forward_workspace_bytes(const qla_gdn_forward_args *a, size_t *bytes, char *err, size_t errlen);
+
+/* Validates everything (nothing is launched on an error), then launches the
+ * forward kernels on a->stream: no synchronization, no allocation. The
+ * workspace (device memory, 256-byte aligned, >= the size above) needs no
+ * initialization. */
+int qla_gdn_forward(const qla_gdn_forward_args *a, void *workspace, size_t workspace_bytes, char *err,
+                    size_t errlen);
+
+/* JIT-compiles (and, with a GPU, loads into the current context) the kernels
+ * of one configuration, so that a later qla_gdn_forward may be captured in a
+ * CUDA graph without compiling. */
+int qla_gdn_forward_warmup(const qla_gdn_forward_config *c, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* QLA_GDN_C_H */

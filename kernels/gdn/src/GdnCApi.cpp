@@ -1,0 +1,122 @@
+// The C ABI over qla/gdn.h: no exception crosses it. Compiled into libqla.so
+// (see kernels/gdn/CMakeLists.txt) so that its symbols are exported.
+#include "qla/gdn_c.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "qla/gdn.h"
+
+namespace {
+
+constexpr const char *kOp = "chunk_gated_delta_rule: ";
+
+void setErr(char *err, size_t len, const std::string &msg) {
+  if (!err || !len) return;
+  size_t n = std::min(len - 1, msg.size());
+  std::memcpy(err, msg.data(), n);
+  err[n] = 0;
+}
+
+[[noreturn]] void fail(const std::string &msg) { throw qla::gdn::Error(kOp + msg); }
+
+qla::DType dtypeOf(const char *name, int32_t code) {
+  if (code < QLA_GDN_BF16 || code > QLA_GDN_I64)
+    fail(std::string(name) + " has an unknown dtype code " + std::to_string(code));
+  return qla::DType(code);
+}
+
+qla::gdn::TensorRef tensorOf(const char *name, const qla_gdn_tensor &t) {
+  if (t.rank < 1 || t.rank > 4) fail(std::string(name) + " has rank " + std::to_string(t.rank) + " (1..4 allowed)");
+  qla::gdn::TensorRef r;
+  r.data = t.data;
+  r.dtype = dtypeOf(name, t.dtype);
+  r.shape.assign(t.shape, t.shape + t.rank);
+  if (t.has_strides) r.strides.assign(t.strides, t.strides + t.rank);
+  return r;
+}
+
+std::optional<qla::gdn::TensorRef> optionalOf(const char *name, const qla_gdn_tensor &t) {
+  if (!t.data) return std::nullopt;
+  return tensorOf(name, t);
+}
+
+qla::gdn::ForwardParams paramsOf(const qla_gdn_forward_args *a) {
+  if (!a) fail("the argument struct is NULL");
+  if (a->abi_version != QLA_GDN_ABI_VERSION)
+    fail("ABI version " + std::to_string(a->abi_version) + " of the caller does not match the library's " +
+         std::to_string(QLA_GDN_ABI_VERSION));
+  qla::gdn::ForwardParams p;
+  p.q = tensorOf("q", a->q);
+  p.k = tensorOf("k", a->k);
+  p.v = tensorOf("v", a->v);
+  p.g = tensorOf("g", a->g);
+  p.beta = tensorOf("beta", a->beta);
+  p.o = tensorOf("o", a->o);
+  p.initial_state = optionalOf("initial_state", a->initial_state);
+  p.final_state = optionalOf("final_state", a->final_state);
+  p.cu_seqlens = optionalOf("cu_seqlens", a->cu_seqlens);
+  p.scale = a->scale;
+  p.use_qk_l2norm = a->use_qk_l2norm != 0;
+  p.cu_seqlens_host = a->cu_seqlens_host;
+  p.stream = static_cast<CUstream>(a->stream);
+  return p;
+}
+
+template <typename F>
+int guarded(char *err, size_t errlen, F &&f) {
+  try {
+    f();
+    setErr(err, errlen, "");
+    return 0;
+  } catch (const std::exception &e) {
+    setErr(err, errlen, e.what());
+  } catch (...) {
+    setErr(err, errlen, std::string(kOp) + "unknown error");
+  }
+  return -1;
+}
+
+}  // namespace
+
+extern "C" {
+
+void qla_gdn_forward_args_init(qla_gdn_forward_args *a) {
+  if (!a) return;
+  std::memset(a, 0, sizeof *a);
+  a->abi_version = QLA_GDN_ABI_VERSION;
+  a->scale = std::numeric_limits<double>::quiet_NaN();
+}
+
+int qla_gdn_forward_workspace_bytes(const qla_gdn_forward_args *a, size_t *bytes, char *err, size_t errlen) {
+  return guarded(err, errlen, [&] {
+    if (!bytes) fail("the output pointer `bytes` is NULL");
+    *bytes = qla::gdn::forwardWorkspaceBytes(paramsOf(a));
+  });
+}
+
+int qla_gdn_forward(const qla_gdn_forward_args *a, void *workspace, size_t workspace_bytes, char *err,
+                    size_t errlen) {
+  return guarded(err, errlen, [&] { qla::gdn::forward(paramsOf(a), workspace, workspace_bytes); });
+}
+
+int qla_gdn_forward_warmup(const qla_gdn_forward_config *c, char *err, size_t errlen) {
+  return guarded(err, errlen, [&] {
+    if (!c) fail("the config struct is NULL");
+    qla::gdn::ForwardConfig fc;
+    fc.dtype = dtypeOf("dtype", c->dtype);
+    fc.betaDtype = dtypeOf("beta_dtype", c->beta_dtype);
+    fc.K = c->k;
+    fc.V = c->v;
+    fc.varlen = c->varlen != 0;
+    fc.cuDtype = fc.varlen ? dtypeOf("cu_dtype", c->cu_dtype) : qla::DType::I32;
+    fc.l2norm = c->use_qk_l2norm != 0;
+    fc.initialState = c->initial_state != 0;
+    fc.finalState = c->final_state != 0;
+    qla::gdn::warmup(fc, true);
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,313 @@
+"""Gated Delta Network (GDN) chunked forward on PyTorch CUDA tensors, through
+libqla.so's C ABI (kernels/gdn/include/qla/gdn_c.h).
+
+    from qla import chunk_gated_delta_rule
+    o, ht = chunk_gated_delta_rule(q, k, v, g, beta, output_final_state=True)
+
+Same arguments and results as FLA's ``chunk_gated_delta_rule``. The forward
+never synchronizes with the host except to check ``cu_seqlens`` (a copy to
+the host, skipped while a CUDA graph is being captured), and it may be
+captured in a CUDA graph once its kernels are compiled and loaded: call it
+once, or :func:`warmup`, before capturing. The backward is not implemented
+yet. Importing this module does not need torch; calling it does.
+"""
+from __future__ import annotations
+
+import ctypes
+import math
+
+from . import QlaError, _load
+
+__all__ = ["chunk_gated_delta_rule", "warmup", "workspace_bytes"]
+
+_OP = "chunk_gated_delta_rule: "
+_ABI_VERSION = 1
+BF16, F16, F32, I32, I64 = 0, 1, 2, 3, 4
+
+
+class _Tensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("dtype", ctypes.c_int32),
+        ("rank", ctypes.c_int32),
+        ("shape", ctypes.c_int64 * 4),
+        ("strides", ctypes.c_int64 * 4),
+        ("has_strides", ctypes.c_int32),
+        ("reserved", ctypes.c_int32),
+    ]
+
+
+class _Args(ctypes.Structure):
+    _fields_ = [
+        ("abi_version", ctypes.c_int32),
+        ("use_qk_l2norm", ctypes.c_int32),
+        ("scale", ctypes.c_double),
+        ("q", _Tensor),
+        ("k", _Tensor),
+        ("v", _Tensor),
+        ("g", _Tensor),
+        ("beta", _Tensor),
+        ("o", _Tensor),
+        ("initial_state", _Tensor),
+        ("final_state", _Tensor),
+        ("cu_seqlens", _Tensor),
+        ("cu_seqlens_host", ctypes.POINTER(ctypes.c_int64)),
+        ("stream", ctypes.c_void_p),
+    ]
+
+
+class _Config(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_int32) for n in ("dtype", "beta_dtype", "k", "v", "varlen", "cu_dtype",
+                                              "use_qk_l2norm", "initial_state", "final_state")]
+
+
+assert ctypes.sizeof(_Tensor) == 88 and ctypes.sizeof(_Args) == 824 and ctypes.sizeof(_Config) == 36
+
+
+def _lib():
+    lib = _load()
+    if not getattr(lib, "_qla_gdn_bound", False):
+        c = ctypes
+        lib.qla_gdn_forward_args_init.restype = None
+        lib.qla_gdn_forward_args_init.argtypes = [c.POINTER(_Args)]
+        lib.qla_gdn_forward_workspace_bytes.restype = c.c_int
+        lib.qla_gdn_forward_workspace_bytes.argtypes = [c.POINTER(_Args), c.POINTER(c.c_size_t), c.c_char_p,
+                                                        c.c_size_t]
+        lib.qla_gdn_forward.restype = c.c_int
+        lib.qla_gdn_forward.argtypes = [c.POINTER(_Args), c.c_void_p, c.c_size_t, c.c_char_p, c.c_size_t]
+        lib.qla_gdn_forward_warmup.restype = c.c_int
+        lib.qla_gdn_forward_warmup.argtypes = [c.POINTER(_Config), c.c_char_p, c.c_size_t]
+        lib._qla_gdn_bound = True
+    return lib
+
+
+def _check(rc: int, err) -> None:
+    if rc != 0:
+        raise QlaError(err.value.decode(errors="replace"))
+
+
+def _dtype_code(name: str, dtype) -> int:
+    import torch
+    codes = {torch.bfloat16: BF16, torch.float16: F16, torch.float32: F32, torch.int32: I32, torch.int64: I64}
+    if dtype not in codes:
+        raise QlaError(f"{_OP}{name} has dtype {dtype}, which the GDN operator does not take")
+    return codes[dtype]
+
+
+def _fill(ct: _Tensor, name: str, t) -> None:
+    if t.dim() < 1 or t.dim() > 4:
+        raise QlaError(f"{_OP}{name} must have 1 to 4 dims, got shape {list(t.shape)}")
+    if t.numel() == 0:
+        raise QlaError(f"{_OP}{name} is empty (shape {list(t.shape)})")
+    ct.data = t.data_ptr()
+    ct.dtype = _dtype_code(name, t.dtype)
+    ct.rank = t.dim()
+    for i, (n, s) in enumerate(zip(t.shape, t.stride())):
+        ct.shape[i] = n
+        ct.strides[i] = s
+    ct.has_strides = 1
+
+
+def _tma_friendly(t) -> bool:
+    """Unit last-dim stride, 16-byte aligned rows and pointer (what the C++
+    layer requires of q, k, v, o and the states)."""
+    es = t.element_size()
+    if t.data_ptr() % 16:
+        return False
+    for i, (n, s) in enumerate(zip(t.shape, t.stride())):
+        if n == 1:
+            continue
+        if i == t.dim() - 1:
+            if s != 1:
+                return False
+        elif s < 1 or (s * es) % 16:
+            return False
+    return True
+
+
+def _unit_last(t) -> bool:
+    return (t.shape[-1] == 1 or t.stride(-1) == 1) and all(
+        s >= 1 for n, s in zip(t.shape, t.stride()) if n > 1) and t.data_ptr() % t.element_size() == 0
+
+
+def _as_tensor(name: str, t, device):
+    import torch
+    if not isinstance(t, torch.Tensor):
+        raise QlaError(f"{_OP}{name} must be a torch.Tensor, got {type(t).__name__}")
+    if not t.is_cuda:
+        raise QlaError(f"{_OP}{name} must be a CUDA tensor, got a tensor on {t.device}")
+    if device is not None and t.device != device:
+        raise QlaError(f"{_OP}{name} is on {t.device} but q is on {device}")
+    return t
+
+
+def _forward(q, k, v, g, beta, scale, initial_state, output_final_state, cu_seqlens, use_qk_l2norm):
+    import torch
+
+    q = _as_tensor("q", q, None)
+    dev = q.device
+    k = _as_tensor("k", k, dev)
+    v = _as_tensor("v", v, dev)
+    g = _as_tensor("g", g, dev)
+    beta = _as_tensor("beta", beta, dev)
+    if initial_state is not None:
+        initial_state = _as_tensor("initial_state", initial_state, dev)
+    capturing = torch.cuda.is_current_stream_capturing()
+    cu_host = None
+    if cu_seqlens is not None:
+        if not isinstance(cu_seqlens, torch.Tensor):
+            raise QlaError(f"{_OP}cu_seqlens must be a torch.Tensor, got {type(cu_seqlens).__name__}")
+        if cu_seqlens.dim() != 1 or cu_seqlens.numel() < 2:
+            raise QlaError(f"{_OP}cu_seqlens must have 1 dim [N + 1] with N + 1 >= 2 entries, "
+                           f"got shape {list(cu_seqlens.shape)}")
+        if not cu_seqlens.is_cuda:
+            if capturing:
+                raise QlaError(f"{_OP}cu_seqlens must be a CUDA tensor while a CUDA graph is being captured")
+            cu_host = cu_seqlens.to(torch.int64).contiguous()
+            cu_seqlens = cu_seqlens.to(dev)
+        elif cu_seqlens.device != dev:
+            raise QlaError(f"{_OP}cu_seqlens is on {cu_seqlens.device} but q is on {dev}")
+        if not cu_seqlens.is_contiguous():
+            cu_seqlens = cu_seqlens.contiguous()
+        if cu_host is None and not capturing:
+            cu_host = cu_seqlens.to("cpu", torch.int64).contiguous()  # synchronizes
+    for name, t in (("q", q), ("v", v)):
+        if t.dim() != 4:
+            hv = "Hqk, K" if name == "q" else "Hv, V"
+            raise QlaError(f"{_OP}{name} must have 4 dims [B, T, {hv}], got shape {list(t.shape)}")
+
+    # Views the kernels cannot take as they are are copied (as FLA does).
+    if not _tma_friendly(q):
+        q = q.contiguous()
+    if not _tma_friendly(k):
+        k = k.contiguous()
+    if not _tma_friendly(v):
+        v = v.contiguous()
+    if not _unit_last(g):
+        g = g.contiguous()
+    if not _unit_last(beta):
+        beta = beta.contiguous()
+    if initial_state is not None and not _tma_friendly(initial_state):
+        initial_state = initial_state.contiguous()
+
+    B, T, _, K = q.shape
+    Hv, V = v.shape[2], v.shape[3]
+    N = cu_seqlens.shape[0] - 1 if cu_seqlens is not None else B
+    o = torch.empty((B, T, Hv, V), dtype=q.dtype, device=dev)
+    final_state = torch.empty((N, Hv, K, V), dtype=torch.float32, device=dev) if output_final_state else None
+
+    lib = _lib()
+    a = _Args()
+    lib.qla_gdn_forward_args_init(ctypes.byref(a))
+    for name, t in (("q", q), ("k", k), ("v", v), ("g", g), ("beta", beta), ("o", o)):
+        _fill(getattr(a, name), name, t)
+    if initial_state is not None:
+        _fill(a.initial_state, "initial_state", initial_state)
+    if final_state is not None:
+        _fill(a.final_state, "final_state", final_state)
+    if cu_seqlens is not None:
+        _fill(a.cu_seqlens, "cu_seqlens", cu_seqlens)
+    if cu_host is not None:
+        a.cu_seqlens_host = ctypes.cast(ctypes.c_void_p(cu_host.data_ptr()), ctypes.POINTER(ctypes.c_int64))
+    a.scale = float("nan") if scale is None else float(scale)
+    a.use_qk_l2norm = 1 if use_qk_l2norm else 0
+
+    err = ctypes.create_string_buffer(4096)
+    nbytes = ctypes.c_size_t(0)
+    _check(lib.qla_gdn_forward_workspace_bytes(ctypes.byref(a), ctypes.byref(nbytes), err, len(err)), err)
+    with torch.cuda.device(dev):
+        workspace = torch.empty(nbytes.value, dtype=torch.uint8, device=dev)
+        a.stream = torch.cuda.current_stream(dev).cuda_stream
+        _check(lib.qla_gdn_forward(ctypes.byref(a), ctypes.c_void_p(workspace.data_ptr()), nbytes.value, err,
+                                   len(err)), err)
+    return o, final_state
+
+
+_function = None
+
+
+def _autograd_function():
+    global _function
+    if _function is None:
+        import torch
+
+        class ChunkGatedDeltaRuleFunction(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, q, k, v, g, beta, scale, initial_state, output_final_state, cu_seqlens,
+                        use_qk_l2norm):
+                o, final_state = _forward(q, k, v, g, beta, scale, initial_state, output_final_state, cu_seqlens,
+                                          use_qk_l2norm)
+                return o, final_state
+
+            @staticmethod
+            def backward(ctx, *grads):
+                raise NotImplementedError("qla: the GDN backward is not implemented yet")
+
+        _function = ChunkGatedDeltaRuleFunction
+    return _function
+
+
+def chunk_gated_delta_rule(q, k, v, g, beta, scale: float | None = None, initial_state=None,
+                           output_final_state: bool = False, cu_seqlens=None,
+                           use_qk_l2norm_in_kernel: bool = False):
+    """The gated delta rule over chunks of 64 tokens (FLA's function of this name).
+
+    q, k: [B, T, Hqk, K] bf16/f16; v: [B, T, Hv, V] (Hv % Hqk == 0; K, V in {64, 128});
+    g: [B, T, Hv] f32 log decay; beta: [B, T, Hv] f32 or the input dtype;
+    scale: default K ** -0.5; initial_state: [N, Hv, K, V] f32;
+    cu_seqlens: [N + 1] int32/int64 offsets of N packed sequences (B must be 1);
+    use_qk_l2norm_in_kernel: L2-normalize q and k per head first.
+
+    Returns (o [B, T, Hv, V] in the input dtype, final_state [N, Hv, K, V] f32
+    or None unless output_final_state). Raises QlaError on bad input.
+    """
+    return _autograd_function().apply(q, k, v, g, beta, scale, initial_state, bool(output_final_state), cu_seqlens,
+                                      bool(use_qk_l2norm_in_kernel))
+
+
+def warmup(dtype=None, K: int = 128, V: int = 128, beta_dtype=None, varlen: bool = False, cu_dtype=None,
+           use_qk_l2norm: bool = False, initial_state: bool = False, output_final_state: bool = False) -> None:
+    """Compiles (and loads into the current CUDA context) the kernels one call
+    configuration needs, so that a later call may be captured in a CUDA graph.
+    dtype: torch.bfloat16 (default) or torch.float16; beta_dtype: torch.float32
+    (default) or dtype; cu_dtype: torch.int32 (default) or torch.int64."""
+    import torch
+    dtype = torch.bfloat16 if dtype is None else dtype
+    c = _Config()
+    c.dtype = _dtype_code("dtype", dtype)
+    c.beta_dtype = _dtype_code("beta_dtype", torch.float32 if beta_dtype is None else beta_dtype)
+    c.k, c.v = int(K), int(V)
+    c.varlen = 1 if varlen else 0
+    c.cu_dtype = _dtype_code("cu_dtype", torch.int32 if cu_dtype is None else cu_dtype)
+    c.use_qk_l2norm = 1 if use_qk_l2norm else 0
+    c.initial_state = 1 if initial_state else 0
+    c.final_state = 1 if output_final_state else 0
+    err = ctypes.create_string_buffer(65536)
+    _check(_lib().qla_gdn_forward_warmup(ctypes.byref(c), err, len(err)), err)
+
+
+def workspace_bytes(B: int, T: int, Hqk: int, Hv: int, K: int, V: int, dtype_code: int = BF16) -> int:
+    """The device scratch one call of these sizes uses (for planning memory;
+    no torch needed). Validated as the call would be, on fake addresses."""
+    lib = _lib()
+    a = _Args()
+    lib.qla_gdn_forward_args_init(ctypes.byref(a))
+    fake = 1 << 40
+
+    def put(ct, i, dtype, shape):
+        ct.data = fake * (i + 1)
+        ct.dtype = dtype
+        ct.rank = len(shape)
+        for j, n in enumerate(shape):
+            ct.shape[j] = n
+
+    put(a.q, 0, dtype_code, (B, T, Hqk, K))
+    put(a.k, 1, dtype_code, (B, T, Hqk, K))
+    put(a.v, 2, dtype_code, (B, T, Hv, V))
+    put(a.g, 3, F32, (B, T, Hv))
+    put(a.beta, 4, F32, (B, T, Hv))
+    put(a.o, 5, dtype_code, (B, T, Hv, V))
+    err = ctypes.create_string_buffer(4096)
+    n = ctypes.c_size_t(0)
+    _check(lib.qla_gdn_forward_workspace_bytes(ctypes.byref(a), ctypes.byref(n), err, len(err)), err)
+    return n.value

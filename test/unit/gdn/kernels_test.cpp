@@ -1,0 +1,354 @@
+// The GDN forward kernels as the operator uses them, without a GPU: the
+// embedded .qla sources are the ones in the tree, every specialization the
+// operator can request goes through the QLA compiler with the signature the
+// operator launches (KERNELS.md), a covering set compiles with NVRTC (all of
+// them with the hidden tag [gdn-nvrtc-all]), and launch plans (tensors in
+// kernel order, workspace regions, grids) check out against the compiled
+// kernels for dense, varlen and GVA shapes.
+//
+// While the kernels are not written yet (no kernels/gdn/*.qla at build time)
+// these tests WARN and pass.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "gdn_test_util.h"
+#include "qla/compiler/Compiler.h"
+
+using namespace gdntest;
+using qla::gdn::ForwardConfig;
+using qla::gdn::KernelSpec;
+
+namespace {
+
+const char *kFiles[] = {"gdn_fwd_prepare.qla", "gdn_fwd_state.qla"};
+
+bool kernelsPresent() {
+  for (const char *f : kFiles)
+    if (!qla::gdn::embeddedKernelSource(f)) {
+      WARN("kernels/gdn/" << f << " was not embedded in this build (not written yet?): skipping");
+      return false;
+    }
+  return true;
+}
+
+std::string readFile(const std::string &path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::string joined(const std::vector<std::string> &v) {
+  std::string s;
+  for (auto &l : v) s += l + "\n";
+  return s;
+}
+
+struct Expected {
+  std::vector<std::string> names;
+  std::vector<DType> dtypes;
+  size_t scalars;
+};
+
+Expected expectedSignature(const KernelSpec &spec, const ForwardConfig &c) {
+  const DType dt = c.dtype, f32 = DType::F32, cu = c.varlen ? c.cuDtype : DType::I32;
+  if (spec.file == "gdn_fwd_prepare.qla")
+    return {{"Kt", "Vt", "G", "Beta", "CU", "W", "U", "GC"}, {dt, dt, f32, c.betaDtype, cu, dt, dt, f32}, 0};
+  return {{"Q", "Kt", "W", "U", "GC", "CU", "H0", "O", "HT"}, {dt, dt, dt, dt, f32, cu, f32, dt, f32}, 1};
+}
+
+void checkSignature(const KernelSpec &spec, const ForwardConfig &c, const qla::KernelInfo &info) {
+  INFO(spec.str());
+  Expected e = expectedSignature(spec, c);
+  REQUIRE(info.tensors.size() == e.names.size());
+  for (size_t i = 0; i < e.names.size(); ++i) {
+    CHECK(info.tensors[i].name == e.names[i]);
+    CHECK(info.tensors[i].dtype == e.dtypes[i]);
+  }
+  CHECK(info.scalars.size() == e.scalars);
+  if (e.scalars) {
+    CHECK(info.scalars[0].name == "scale");
+    CHECK(info.scalars[0].dtype == DType::F32);
+  }
+  CHECK(info.threads == 128);
+}
+
+// Every constant takes each of its values at least once.
+std::vector<ForwardConfig> coveringConfigs() {
+  auto make = [](DType dt, DType beta, int K, int V, int varlen, bool l2, bool h0, bool ht) {
+    ForwardConfig c;
+    c.dtype = dt;
+    c.betaDtype = beta;
+    c.K = K;
+    c.V = V;
+    c.varlen = varlen != 0;
+    c.cuDtype = varlen == 2 ? DType::I64 : DType::I32;
+    c.l2norm = l2;
+    c.initialState = h0;
+    c.finalState = ht;
+    return c;
+  };
+  return {make(DType::BF16, DType::F32, 128, 128, 0, false, false, false),
+          make(DType::BF16, DType::BF16, 128, 128, 1, true, true, true),
+          make(DType::F16, DType::F32, 64, 64, 2, false, true, false),
+          make(DType::F16, DType::F16, 64, 128, 0, true, false, true),
+          make(DType::BF16, DType::F32, 128, 64, 1, false, false, true)};
+}
+
+void compileWithNvrtc(const std::vector<ForwardConfig> &configs) {
+  for (const ForwardConfig &c : configs) {
+    INFO(c.str());
+    auto t0 = std::chrono::steady_clock::now();
+    try {
+      qla::gdn::warmup(c, /*loadOnGpu=*/false);
+    } catch (const std::exception &e) {
+      FAIL(e.what());
+    }
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("  gdn %-75s %6.2f s\n", c.str().c_str(), s);
+  }
+}
+
+int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+TEST_CASE("GDN: specializations", "[gdn][kernels]") {
+  std::vector<ForwardConfig> all = qla::gdn::allForwardConfigs();
+  CHECK(all.size() == 384);
+  std::set<std::string> distinct, prep, state;
+  for (auto &c : all) {
+    distinct.insert(c.str());
+    prep.insert(qla::gdn::prepareKernelSpec(c).str());
+    state.insert(qla::gdn::stateKernelSpec(c).str());
+  }
+  CHECK(distinct.size() == all.size());
+  CHECK(prep.size() == 96);
+  CHECK(state.size() == 192);
+
+  ForwardConfig c;
+  c.varlen = true;
+  c.cuDtype = DType::I64;
+  c.initialState = true;
+  CHECK(qla::gdn::prepareKernelSpec(c).str() ==
+        "gdn_fwd_prepare.qla -D BT=f32 -D CT=i64 -D DK=128 -D DT=bf16 -D DV=128 -D L2NORM=0 -D VARLEN=1");
+  CHECK(qla::gdn::stateKernelSpec(c).str() ==
+        "gdn_fwd_state.qla -D CT=i64 -D DK=128 -D DT=bf16 -D DV=128 -D HAS_H0=1 -D L2NORM=0 -D STORE_HT=0 -D "
+        "VARLEN=1");
+
+  // A call's configuration.
+  std::vector<int64_t> offs = {0, 3, 100};
+  Shape s;
+  s.dt = DType::F16;
+  s.K = 64;
+  ForwardParams p = varlenParams(offs, DType::I32, s);
+  p.beta.dtype = DType::F16;
+  p.final_state = stateRef(7, 2, s);
+  p.use_qk_l2norm = true;
+  ForwardConfig pc = qla::gdn::forwardConfig(p);
+  CHECK(pc.str() == "dtype=f16 beta=f16 K=64 V=128 varlen=1 cu=i32 l2norm=1 initial_state=0 final_state=1");
+}
+
+TEST_CASE("GDN: embedded kernel sources are the tree's", "[gdn][kernels]") {
+  std::vector<std::string> names;
+  for (auto &e : qla::gdn::embeddedKernelSources()) names.push_back(e.first);
+  INFO("embedded: " << joined(names));
+  if (!kernelsPresent()) return;
+  for (const char *f : kFiles) {
+    std::string onDisk = readFile(std::string(QLA_SOURCE_DIR) + "/kernels/gdn/" + f);
+    CHECK(*qla::gdn::embeddedKernelSource(f) == onDisk);
+  }
+  CHECK(qla::gdn::embeddedKernelSource("nope.qla") == nullptr);
+}
+
+TEST_CASE("GDN: every specialization compiles through the QLA compiler with the operator's signature",
+          "[gdn][kernels]") {
+  if (!kernelsPresent()) return;
+  std::set<std::string> done;
+  int n = 0;
+  auto t0 = std::chrono::steady_clock::now();
+  for (const ForwardConfig &c : qla::gdn::allForwardConfigs()) {
+    for (const KernelSpec &spec : {qla::gdn::prepareKernelSpec(c), qla::gdn::stateKernelSpec(c)}) {
+      if (!done.insert(spec.str()).second) continue;
+      qla::CompileOptions o;
+      o.defines = spec.defines;
+      qla::CompiledKernel k;
+      std::vector<std::string> diags;
+      bool ok = qla::compileQla(*qla::gdn::embeddedKernelSource(spec.file), "kernels/gdn/" + spec.file, o, k, diags);
+      INFO(spec.str() << "\n" << joined(diags));
+      REQUIRE(ok);
+      checkSignature(spec, c, k.info);
+      ++n;
+    }
+  }
+  CHECK(n == 96 + 192);
+
+  // How the default specialization passes each tensor (for the record).
+  ForwardConfig c;
+  for (const KernelSpec &spec : {qla::gdn::prepareKernelSpec(c), qla::gdn::stateKernelSpec(c)}) {
+    qla::CompileOptions o;
+    o.defines = spec.defines;
+    qla::CompiledKernel k;
+    std::vector<std::string> diags;
+    REQUIRE(qla::compileQla(*qla::gdn::embeddedKernelSource(spec.file), spec.file, o, k, diags));
+    std::string line;
+    for (size_t t = 0; t < k.info.tensors.size(); ++t) {
+      std::string how;
+      for (const qla::ParamInfo &pi : k.info.params) {
+        if (size_t(pi.index) != t) continue;
+        if (pi.kind == qla::ParamInfo::Kind::TensorMap) how += how.empty() ? "tma" : "+tma";
+        if (pi.kind == qla::ParamInfo::Kind::Pointer) how += how.empty() ? "ptr" : "+ptr";
+        if (pi.kind == qla::ParamInfo::Kind::Stride) how += "+s" + std::to_string(pi.dim);
+      }
+      line += " " + k.info.tensors[t].name + ":" + how;
+    }
+    std::printf("gdn: %s:%s; grid (%s, %s, %s)\n", spec.file.c_str(), line.c_str(), k.info.grid[0].c_str(),
+                k.info.grid[1].c_str(), k.info.grid[2].c_str());
+  }
+  std::printf("gdn: %d specializations through the front end in %.1f s\n", n,
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+}
+
+TEST_CASE("GDN: a covering set of specializations compiles with NVRTC", "[gdn][kernels][nvrtc]") {
+  if (!kernelsPresent()) return;
+  compileWithNvrtc(coveringConfigs());
+}
+
+TEST_CASE("GDN: every specialization compiles with NVRTC", "[.][gdn-nvrtc-all]") {
+  if (!kernelsPresent()) return;
+  compileWithNvrtc(qla::gdn::allForwardConfigs());
+}
+
+TEST_CASE("GDN: launch plans match the compiled kernels", "[gdn][kernels][nvrtc]") {
+  if (!kernelsPresent()) return;
+  std::vector<ForwardConfig> cover = coveringConfigs();
+
+  struct Case {
+    const char *what;
+    int config;                   // into coveringConfigs()
+    Shape shape;
+    std::vector<int64_t> offsets;  // varlen configs
+  };
+  auto shape = [](int64_t B, int64_t T, int64_t Hqk, int64_t Hv, int64_t K, int64_t V, DType dt) {
+    Shape s;
+    s.B = B, s.T = T, s.Hqk = Hqk, s.Hv = Hv, s.K = K, s.V = V, s.dt = dt;
+    return s;
+  };
+  const std::vector<Case> cases = {
+      {"dense 2 x 333, 16/64 heads", 0, shape(2, 333, 16, 64, 128, 128, DType::BF16), {}},
+      {"dense T = 1", 0, shape(3, 1, 4, 8, 128, 128, DType::BF16), {}},
+      {"varlen, 1-token sequences, GVA 2", 1, shape(1, 0, 8, 16, 128, 128, DType::BF16), {0, 1, 16, 80, 180, 591, 2091}},
+      {"varlen i64, K = V = 64, GVA 3 (Hv = 6)", 2, shape(1, 0, 2, 6, 64, 64, DType::F16), {0, 64, 65, 129}},
+      {"dense f16 K 64 V 128, GVA 4, T = 65", 3, shape(4, 65, 2, 8, 64, 128, DType::F16), {}},
+      {"varlen, V = 64, one sequence", 4, shape(1, 0, 16, 32, 128, 64, DType::BF16), {0, 4096}},
+  };
+  for (const Case &cs : cases) {
+    const ForwardConfig &c = cover[cs.config];
+    INFO(cs.what << " / " << c.str());
+    ForwardParams p = c.varlen ? varlenParams(cs.offsets, c.cuDtype, cs.shape) : validParams(cs.shape);
+    if (c.betaDtype != DType::F32) p.beta.dtype = c.betaDtype;
+    p.use_qk_l2norm = c.l2norm;
+    const int64_t B = p.q.shape[0], T = p.q.shape[1], Hv = p.v.shape[2], K = p.q.shape[3], V = p.v.shape[3];
+    const int64_t N = c.varlen ? int64_t(cs.offsets.size()) - 1 : B;
+    if (c.initialState) p.initial_state = stateRef(6, N, cs.shape);
+    if (c.finalState) p.final_state = stateRef(7, N, cs.shape);
+    if (c.varlen) p.cu_seqlens_host = cs.offsets.data();
+    REQUIRE(qla::gdn::forwardConfig(p) == c);
+
+    const size_t n = qla::gdn::forwardWorkspaceBytes(p);
+    qla::gdn::LaunchPlan plan;
+    try {
+      plan = qla::gdn::planForward(p, fakeWorkspace(), n);
+    } catch (const std::exception &e) {
+      FAIL(e.what());
+    }
+    checkSignature(plan.prepareSpec, c, plan.prepareInfo);
+    checkSignature(plan.stateSpec, c, plan.stateInfo);
+
+    // Grids (KERNELS.md): prepare (B*cdiv(T,64) + NCU - 1, HV), state (DV/BV, HV, max(B, NCU - 1))
+    // with BV the state kernel's V slice (a constant of the kernel: 32 or 64).
+    const int64_t NCU = c.varlen ? N + 1 : 1;
+    CHECK(plan.prepareGrid == std::array<int64_t, 3>{B * cdiv(T, 64) + NCU - 1, Hv, 1});
+    CHECK(plan.stateGrid[0] >= 1);
+    CHECK(V % plan.stateGrid[0] == 0);
+    CHECK(V / plan.stateGrid[0] >= 16);
+    CHECK(plan.stateGrid[1] == Hv);
+    CHECK(plan.stateGrid[2] == std::max(B, NCU - 1));
+
+    // Arguments: user tensors passed as they are, scratch inside the workspace.
+    auto &pt = plan.prepare.tensors;
+    auto &st = plan.state.tensors;
+    REQUIRE(pt.size() == 8);
+    REQUIRE(st.size() == 9);
+    CHECK(pt[0].data == p.k.data);
+    CHECK(pt[1].data == p.v.data);
+    CHECK(pt[2].data == p.g.data);
+    CHECK(pt[3].data == p.beta.data);
+    CHECK(st[0].data == p.q.data);
+    CHECK(st[1].data == p.k.data);
+    CHECK(st[7].data == p.o.data);
+    CHECK(st[7].shape == std::vector<int64_t>{B, T, Hv, V});
+    char *ws = static_cast<char *>(fakeWorkspace());
+    for (const qla::rt::TensorArg *t : {&pt[5], &pt[6], &pt[7], &st[2], &st[3], &st[4]}) {
+      CHECK(static_cast<char *>(t->data) >= ws);
+      CHECK(static_cast<char *>(t->data) < ws + n);
+      CHECK((static_cast<char *>(t->data) - ws) % 256 == 0);
+    }
+    CHECK(pt[5].data == st[2].data);  // W
+    CHECK(pt[6].data == st[3].data);  // U
+    CHECK(pt[7].data == st[4].data);  // GC
+    CHECK(pt[5].shape == std::vector<int64_t>{B, T, Hv, K});
+    CHECK(pt[6].shape == std::vector<int64_t>{B, T, Hv, V});
+    CHECK(pt[7].shape == std::vector<int64_t>{B, T, Hv});
+    // Absent optional tensors: the dummy region at the end of the workspace.
+    char *dummy = ws + n - 256;
+    if (c.varlen) {
+      CHECK(pt[4].data == p.cu_seqlens->data);
+      CHECK(pt[4].shape == std::vector<int64_t>{N + 1});
+    } else {
+      CHECK(pt[4].data == dummy);
+      CHECK(pt[4].shape == std::vector<int64_t>{1});
+    }
+    CHECK(st[5].data == pt[4].data);
+    CHECK(st[6].data == (c.initialState ? p.initial_state->data : dummy));
+    CHECK(st[8].data == (c.finalState ? p.final_state->data : dummy));
+    CHECK(st[6].shape == std::vector<int64_t>{N, Hv, K, V});
+    CHECK(st[8].shape == std::vector<int64_t>{N, Hv, K, V});
+    REQUIRE(plan.state.scalars.size() == 1);
+    CHECK(plan.state.scalars[0] == Approx(1.0 / std::sqrt(double(K))));
+  }
+
+  SECTION("explicit scale and stream") {
+    ForwardParams p = validParams();
+    p.scale = 0.25;
+    p.stream = reinterpret_cast<CUstream>(0x1234);
+    qla::gdn::LaunchPlan plan = qla::gdn::planForward(p, fakeWorkspace(), qla::gdn::forwardWorkspaceBytes(p));
+    CHECK(plan.state.scalars == std::vector<double>{0.25});
+    CHECK(plan.prepare.stream == p.stream);
+    CHECK(plan.state.stream == p.stream);
+  }
+  SECTION("views: fused qkv, q[None] with an odd batch stride") {
+    Shape s;
+    s.B = 1;
+    s.Hv = s.Hqk;
+    ForwardParams p = validParams(s);
+    const int64_t row = 3 * s.Hqk * s.K;
+    char *base = static_cast<char *>(fakePtr(0));
+    p.q.strides = p.k.strides = p.v.strides = {3, row, s.K, 1};
+    p.k.data = base + s.Hqk * s.K * 2;
+    p.v.data = base + 2 * s.Hqk * s.K * 2;
+    qla::gdn::LaunchPlan plan;
+    try {
+      plan = qla::gdn::planForward(p, fakeWorkspace(), qla::gdn::forwardWorkspaceBytes(p));
+    } catch (const std::exception &e) {
+      FAIL(e.what());
+    }
+    CHECK(plan.state.tensors[0].strides[1] == row);
+    CHECK(plan.state.tensors[0].strides[0] % 8 == 0);  // the unused batch stride made TMA-friendly
+  }
+}

@@ -1,0 +1,434 @@
+// The GDN forward operator's host-side checks: every bad argument gives its
+// exact message (no GPU needed: fake device addresses), good layouts pass,
+// workspace arithmetic, and forward() checks everything before it needs a
+// driver.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <string>
+
+#include "gdn_test_util.h"
+
+using namespace gdntest;
+using qla::gdn::forward;
+using qla::gdn::forwardWorkspaceBytes;
+using qla::gdn::validateForward;
+
+namespace {
+
+const std::string P = "chunk_gated_delta_rule: ";
+
+std::string errorOf(const std::function<void()> &f) {
+  try {
+    f();
+  } catch (const qla::gdn::Error &e) {
+    return e.what();
+  } catch (const std::exception &e) {
+    return std::string("<not a qla::gdn::Error> ") + e.what();
+  }
+  return "<no error>";
+}
+
+std::string validationError(const ForwardParams &p) {
+  return errorOf([&] { validateForward(p); });
+}
+
+}  // namespace
+
+TEST_CASE("valid GDN forward arguments pass", "[gdn][validate]") {
+  CHECK(validationError(validParams()) == "<no error>");
+
+  SECTION("f16, K = V = 64, GVA 3, odd T") {
+    Shape s;
+    s.dt = DType::F16;
+    s.K = s.V = 64;
+    s.Hqk = 2;
+    s.Hv = 6;
+    s.T = 63;
+    CHECK(validationError(validParams(s)) == "<no error>");
+  }
+  SECTION("beta in the input dtype") {
+    ForwardParams p = validParams();
+    p.beta.dtype = DType::BF16;
+    CHECK(validationError(p) == "<no error>");
+  }
+  SECTION("K = 64, V = 128; Hv = Hqk") {
+    Shape s;
+    s.K = 64;
+    s.Hv = s.Hqk;
+    CHECK(validationError(validParams(s)) == "<no error>");
+  }
+  SECTION("states and varlen with i32 and i64 offsets, host copy given") {
+    for (DType cu : {DType::I32, DType::I64}) {
+      std::vector<int64_t> offs = {0, 1, 16, 80, 180, 591, 2091};
+      ForwardParams p = varlenParams(offs, cu);
+      p.initial_state = stateRef(6, 6);
+      p.final_state = stateRef(7, 6);
+      p.cu_seqlens_host = offs.data();
+      CHECK(validationError(p) == "<no error>");
+    }
+  }
+  SECTION("empty sequences in a varlen batch") {
+    std::vector<int64_t> offs = {0, 0, 5, 5, 7};
+    ForwardParams p = varlenParams(offs);
+    p.cu_seqlens_host = offs.data();
+    CHECK(validationError(p) == "<no error>");
+  }
+  SECTION("q, k, v as views of one fused qkv buffer") {
+    // qkv: [B, T, 3 * H * K] split into three [B, T, H, K] views.
+    Shape s;
+    s.Hv = s.Hqk;
+    ForwardParams p = validParams(s);
+    const int64_t row = 3 * s.Hqk * s.K;
+    std::vector<int64_t> st = {s.T * row, row, s.K, 1};
+    char *base = static_cast<char *>(fakePtr(0));
+    p.q.strides = p.k.strides = p.v.strides = st;
+    p.k.data = base + s.Hqk * s.K * 2;
+    p.v.data = base + 2 * s.Hqk * s.K * 2;
+    CHECK(validationError(p) == "<no error>");
+  }
+  SECTION("a dim of extent 1 may have any stride") {
+    Shape s;
+    s.B = 1;
+    ForwardParams p = validParams(s);
+    p.q.strides = {3, s.Hqk * s.K, s.K, 1};  // q[None] of a [T, H, K] tensor, odd stride in B
+    p.g.strides = {7, s.Hv, 1};
+    CHECK(validationError(p) == "<no error>");
+  }
+  SECTION("explicit scale") {
+    ForwardParams p = validParams();
+    p.scale = 0.1;
+    CHECK(validationError(p) == "<no error>");
+  }
+}
+
+TEST_CASE("GDN forward: dtype errors", "[gdn][validate]") {
+  ForwardParams p = validParams();
+  SECTION("q") {
+    p.q.dtype = DType::F32;
+    CHECK(validationError(p) == P + "q has dtype f32; expected bf16 or f16");
+  }
+  SECTION("k") {
+    p.k.dtype = DType::F16;
+    CHECK(validationError(p) == P + "k has dtype f16 but q has bf16");
+  }
+  SECTION("v") {
+    p.v.dtype = DType::F16;
+    CHECK(validationError(p) == P + "v has dtype f16 but q has bf16");
+  }
+  SECTION("g") {
+    p.g.dtype = DType::BF16;
+    CHECK(validationError(p) == P + "g has dtype bf16; expected f32");
+  }
+  SECTION("beta") {
+    p.beta.dtype = DType::F16;
+    CHECK(validationError(p) == P + "beta has dtype f16; expected f32 or bf16 (the dtype of q)");
+  }
+  SECTION("o") {
+    p.o.dtype = DType::F32;
+    CHECK(validationError(p) == P + "o has dtype f32; expected bf16 (the dtype of q)");
+  }
+  SECTION("cu_seqlens") {
+    p = varlenParams({0, 100});
+    p.cu_seqlens->dtype = DType::F32;
+    CHECK(validationError(p) == P + "cu_seqlens has dtype f32; expected i32 or i64");
+  }
+  SECTION("initial_state") {
+    p.initial_state = stateRef(6, 2);
+    p.initial_state->dtype = DType::BF16;
+    CHECK(validationError(p) == P + "initial_state has dtype bf16; expected f32");
+  }
+  SECTION("final_state") {
+    p.final_state = stateRef(7, 2);
+    p.final_state->dtype = DType::F16;
+    CHECK(validationError(p) == P + "final_state has dtype f16; expected f32");
+  }
+}
+
+TEST_CASE("GDN forward: shape errors", "[gdn][validate]") {
+  ForwardParams p = validParams();
+  SECTION("q rank") {
+    p.q.shape = {2, 100, 4};
+    CHECK(validationError(p) == P + "q must have 4 dims [B, T, Hqk, K], got shape [2, 100, 4]");
+  }
+  SECTION("empty q") {
+    p.q.shape[1] = 0;
+    CHECK(validationError(p) == P + "q has an empty or negative dim: shape [2, 0, 4, 128]");
+  }
+  SECTION("huge dim") {
+    p.q.shape[1] = int64_t(1) << 31;
+    CHECK(validationError(p) == P + "q dim 1 = 2147483648 is too large (at most 2^31 - 1)");
+  }
+  SECTION("stride count") {
+    p.q.strides = {1, 2, 3};
+    CHECK(validationError(p) == P + "q has 3 strides for 4 dims");
+  }
+  SECTION("null pointers") {
+    p.q.data = nullptr;
+    CHECK(validationError(p) == P + "q is a null pointer");
+    p = validParams();
+    p.o.data = nullptr;
+    CHECK(validationError(p) == P + "o is a null pointer");
+  }
+  SECTION("k shape") {
+    p.k.shape = {2, 100, 2, 128};
+    CHECK(validationError(p) == P + "k has shape [2, 100, 2, 128] but q has shape [2, 100, 4, 128]");
+  }
+  SECTION("v rank") {
+    p.v.shape = {2, 100, 1024};
+    CHECK(validationError(p) == P + "v must have 4 dims [B, T, Hv, V], got shape [2, 100, 1024]");
+  }
+  SECTION("v B, T") {
+    p.v.shape = {2, 99, 8, 128};
+    CHECK(validationError(p) == P + "v has shape [2, 99, 8, 128] but q has shape [2, 100, 4, 128] (B and T must match)");
+  }
+  SECTION("GVA head counts") {
+    Shape s;
+    s.Hqk = 16;
+    s.Hv = 40;
+    CHECK(validationError(validParams(s)) == P + "v has 40 heads, not a multiple of the 16 q/k heads");
+    s.Hqk = 4;
+    s.Hv = 2;  // fewer v heads than q/k heads
+    CHECK(validationError(validParams(s)) == P + "v has 2 heads, not a multiple of the 4 q/k heads");
+  }
+  SECTION("K") {
+    Shape s;
+    s.K = 96;
+    CHECK(validationError(validParams(s)) == P + "K = 96 is not supported (64 or 128)");
+    s.K = 256;
+    CHECK(validationError(validParams(s)) == P + "K = 256 is not supported (64 or 128)");
+  }
+  SECTION("V") {
+    Shape s;
+    s.V = 32;
+    CHECK(validationError(validParams(s)) == P + "V = 32 is not supported (64 or 128)");
+  }
+  SECTION("g") {
+    p.g.shape = {2, 100, 4};
+    CHECK(validationError(p) == P + "g has shape [2, 100, 4]; expected [B, T, Hv] = [2, 100, 8]");
+    p.g.shape = {2, 100, 8, 1};
+    CHECK(validationError(p) == P + "g must have 3 dims [B, T, Hv], got shape [2, 100, 8, 1]");
+  }
+  SECTION("beta") {
+    p.beta.shape = {2, 100, 8, 1};
+    CHECK(validationError(p) == P + "beta must have 3 dims [B, T, Hv], got shape [2, 100, 8, 1]");
+    p.beta.shape = {1, 100, 8};
+    CHECK(validationError(p) == P + "beta has shape [1, 100, 8]; expected [B, T, Hv] = [2, 100, 8]");
+  }
+  SECTION("o") {
+    p.o.shape = {2, 100, 4, 128};
+    CHECK(validationError(p) == P + "o has shape [2, 100, 4, 128]; expected [B, T, Hv, V] = [2, 100, 8, 128]");
+  }
+  SECTION("states, dense") {
+    p.initial_state = stateRef(6, 1);
+    CHECK(validationError(p) == P + "initial_state has shape [1, 8, 128, 128]; expected [N, Hv, K, V] = [2, 8, 128, 128]");
+    p.initial_state = stateRef(6, 2);
+    p.final_state = stateRef(7, 2);
+    p.final_state->shape = {2, 8, 128};
+    CHECK(validationError(p) == P + "final_state must have 4 dims [N, Hv, K, V], got shape [2, 8, 128]");
+  }
+  SECTION("states, varlen: N = len(cu_seqlens) - 1") {
+    p = varlenParams({0, 10, 20, 100});
+    p.final_state = stateRef(7, 1);
+    CHECK(validationError(p) == P + "final_state has shape [1, 8, 128, 128]; expected [N, Hv, K, V] = [3, 8, 128, 128]");
+  }
+}
+
+TEST_CASE("GDN forward: cu_seqlens errors", "[gdn][validate]") {
+  SECTION("B != 1") {
+    ForwardParams p = validParams();
+    p.cu_seqlens = TensorRef{fakePtr(8), DType::I64, {3}, {}};
+    CHECK(validationError(p) == P + "cu_seqlens requires B = 1, got B = 2");
+  }
+  SECTION("too short") {
+    ForwardParams p = varlenParams({0, 100});
+    p.cu_seqlens->shape = {1};
+    CHECK(validationError(p) == P + "cu_seqlens must have N + 1 >= 2 entries, got 1");
+  }
+  SECTION("rank") {
+    ForwardParams p = varlenParams({0, 100});
+    p.cu_seqlens->shape = {1, 2};
+    CHECK(validationError(p) == P + "cu_seqlens must have 1 dim [N + 1], got shape [1, 2]");
+  }
+  SECTION("not starting at 0") {
+    std::vector<int64_t> offs = {3, 10, 100};
+    ForwardParams p = varlenParams(offs);
+    p.cu_seqlens_host = offs.data();
+    CHECK(validationError(p) == P + "cu_seqlens[0] must be 0, got 3");
+  }
+  SECTION("decreasing") {
+    std::vector<int64_t> offs = {0, 5, 12, 10, 100};
+    ForwardParams p = varlenParams(offs);
+    p.cu_seqlens_host = offs.data();
+    CHECK(validationError(p) == P + "cu_seqlens must be non-decreasing: cu_seqlens[3] = 10 < cu_seqlens[2] = 12");
+  }
+  SECTION("not ending at T") {
+    std::vector<int64_t> offs = {0, 5, 12, 100};
+    ForwardParams p = varlenParams(offs);
+    offs.back() = 90;
+    p.cu_seqlens_host = offs.data();
+    CHECK(validationError(p) == P + "cu_seqlens must end at T = 100, got cu_seqlens[3] = 90");
+  }
+  SECTION("without the host copy nothing is read") {
+    ForwardParams p = varlenParams({0, 5, 12, 100});
+    CHECK(validationError(p) == "<no error>");
+  }
+  SECTION("host copy without cu_seqlens") {
+    std::vector<int64_t> offs = {0, 100};
+    ForwardParams p = validParams();
+    p.cu_seqlens_host = offs.data();
+    CHECK(validationError(p) == P + "cu_seqlens_host is given but cu_seqlens is not");
+  }
+  SECTION("stride") {
+    ForwardParams p = varlenParams({0, 5, 100});
+    p.cu_seqlens->strides = {2};
+    CHECK(validationError(p) == P + "cu_seqlens must be contiguous (stride 1); got strides [2]");
+  }
+  SECTION("alignment") {
+    ForwardParams p = varlenParams({0, 5, 100}, DType::I64);
+    p.cu_seqlens->data = static_cast<char *>(fakePtr(8)) + 4;
+    CHECK(validationError(p) == P + "cu_seqlens's data pointer 0x90000000004 is not 8-byte aligned");
+  }
+}
+
+TEST_CASE("GDN forward: layout errors", "[gdn][validate]") {
+  ForwardParams p = validParams();  // B 2, T 100, Hqk 4, Hv 8, K = V = 128
+  SECTION("q last-dim stride") {
+    p.q.strides = {102400, 1024, 256, 2};
+    CHECK(validationError(p) ==
+          P + "q must be contiguous in its last dim (stride 1) with 16-byte aligned rows; got strides "
+              "[102400, 1024, 256, 2] for shape [2, 100, 4, 128]");
+  }
+  SECTION("k rows not 16-byte aligned") {
+    p.k.strides = {52000, 520, 130, 1};
+    CHECK(validationError(p) ==
+          P + "k must be contiguous in its last dim (stride 1) with 16-byte aligned rows; got strides "
+              "[52000, 520, 130, 1] for shape [2, 100, 4, 128]");
+  }
+  SECTION("v broadcast over T") {
+    p.v.strides = {1024, 0, 128, 1};
+    CHECK(validationError(p) ==
+          P + "v must be contiguous in its last dim (stride 1) with 16-byte aligned rows; got strides "
+              "[1024, 0, 128, 1] for shape [2, 100, 8, 128]");
+  }
+  SECTION("q pointer alignment") {
+    p.q.data = static_cast<char *>(fakePtr(0)) + 8;
+    CHECK(validationError(p) == P + "q's data pointer 0x10000000008 is not 16-byte aligned");
+  }
+  SECTION("g last-dim stride") {
+    p.g.strides = {1600, 16, 2};
+    CHECK(validationError(p) ==
+          P + "g must be contiguous in its last dim (stride 1) with positive strides; got strides [1600, 16, 2] for "
+              "shape [2, 100, 8]");
+  }
+  SECTION("beta pointer alignment") {
+    p.beta.data = static_cast<char *>(fakePtr(4)) + 2;
+    CHECK(validationError(p) == P + "beta's data pointer 0x50000000002 is not 4-byte aligned");
+  }
+  SECTION("o") {
+    p.o.strides = {102400, 1024, 128, 3};
+    CHECK(validationError(p) ==
+          P + "o must be contiguous in its last dim (stride 1) with 16-byte aligned rows; got strides "
+              "[102400, 1024, 128, 3] for shape [2, 100, 8, 128]");
+  }
+  SECTION("states") {
+    p.initial_state = stateRef(6, 2);
+    p.initial_state->strides = {131072, 16384, 129, 1};
+    CHECK(validationError(p) ==
+          P + "initial_state must be contiguous in its last dim (stride 1) with 16-byte aligned rows; got strides "
+              "[131072, 16384, 129, 1] for shape [2, 8, 128, 128]");
+  }
+}
+
+TEST_CASE("GDN forward: outputs must not overlap", "[gdn][validate]") {
+  ForwardParams p = validParams();
+  SECTION("o with overlapping heads") {
+    p.o.strides = {102400, 1024, 64, 1};
+    CHECK(validationError(p) ==
+          P + "o has overlapping elements (strides [102400, 1024, 64, 1] for shape [2, 100, 8, 128]); an output must "
+              "not be a broadcast or overlapping view");
+  }
+  SECTION("o over v") {
+    p.o.data = p.v.data;
+    CHECK(validationError(p) == P + "o overlaps v in memory");
+  }
+  SECTION("o over the end of q") {
+    // q spans 2*100*4*128*2 = 204800 bytes.
+    p.o.data = static_cast<char *>(p.q.data) + 204800 - 256;
+    CHECK(validationError(p) == P + "o overlaps q in memory");
+    p.o.data = static_cast<char *>(p.q.data) + 204800;  // adjacent: fine
+    CHECK(validationError(p) == "<no error>");
+  }
+  SECTION("final state in place of the initial state") {
+    p.initial_state = stateRef(6, 2);
+    p.final_state = stateRef(6, 2);
+    CHECK(validationError(p) == P + "final_state overlaps initial_state in memory");
+  }
+}
+
+TEST_CASE("GDN forward: scale", "[gdn][validate]") {
+  ForwardParams p = validParams();
+  p.scale = std::numeric_limits<double>::infinity();
+  CHECK(validationError(p) == P + "scale = inf is not finite");
+}
+
+TEST_CASE("GDN forward workspace size", "[gdn][workspace]") {
+  // W = 2*100*8*128*2 = 409600 at 0; U = 409600 at 409600; GC = 2*100*8*4 =
+  // 6400 at 819200; dummy at 825600 (256 B) → 825856.
+  CHECK(forwardWorkspaceBytes(DType::BF16, 2, 100, 8, 128, 128) == 825856);
+  CHECK(forwardWorkspaceBytes(validParams()) == 825856);
+  // W = 384 at 0; U at 512 (aligned), 384; GC (Hv 3 padded to 4) = 16 at
+  // 1024; dummy at 1280 → 1536.
+  CHECK(forwardWorkspaceBytes(DType::F16, 1, 1, 3, 64, 64) == 1536);
+  // Large: 1 x 32768, Hv 64, K = V = 128, bf16: W = U = 512 MiB, GC = 8 MiB.
+  CHECK(forwardWorkspaceBytes(DType::BF16, 1, 32768, 64, 128, 128) ==
+        size_t(2) * 536870912 + 8388608 + 256);
+  // Mixed K, V.
+  CHECK(forwardWorkspaceBytes(DType::BF16, 1, 10, 6, 64, 128) ==
+        size_t(7680) + 15360 + 512 /*GC: 10 x 8 floats = 320 B, aligned*/ + 256);
+
+  // The params form validates first.
+  ForwardParams bad = validParams();
+  bad.k.dtype = DType::F16;
+  CHECK(errorOf([&] { forwardWorkspaceBytes(bad); }) == P + "k has dtype f16 but q has bf16");
+  CHECK(errorOf([&] { forwardWorkspaceBytes(DType::BF16, 0, 1, 1, 64, 64); }) ==
+        P + "forwardWorkspaceBytes: bad sizes B = 0, T = 1, Hv = 1, K = 64, V = 64");
+}
+
+TEST_CASE("GDN forward checks everything before it needs a GPU", "[gdn][forward]") {
+  ForwardParams p = validParams();
+  const size_t n = forwardWorkspaceBytes(p);
+
+  SECTION("argument errors come first") {
+    ForwardParams bad = p;
+    bad.v.shape[2] = 6;
+    bad.g.shape[2] = bad.beta.shape[2] = bad.o.shape[2] = 6;
+    CHECK(errorOf([&] { forward(bad, fakeWorkspace(), n); }) ==
+          P + "v has 6 heads, not a multiple of the 4 q/k heads");
+  }
+  SECTION("workspace") {
+    CHECK(errorOf([&] { forward(p, nullptr, n); }) ==
+          P + "workspace is a null pointer (it needs 825856 bytes)");
+    CHECK(errorOf([&] { forward(p, static_cast<char *>(fakeWorkspace()) + 128, n); }) ==
+          P + "workspace 0x150000000080 is not 256-byte aligned");
+    CHECK(errorOf([&] { forward(p, fakeWorkspace(), n - 1); }) ==
+          P + "workspace has 825855 bytes, needs 825856");
+    CHECK(errorOf([&] { forward(p, static_cast<char *>(p.o.data) - 4096, n); }) ==
+          P + "workspace overlaps o in memory");
+  }
+  SECTION("then the driver") {
+    std::string why;
+    if (qla::rt::gpuAvailable(&why)) {
+      // Fake addresses are not device memory.
+      CHECK(errorOf([&] { forward(p, fakeWorkspace(), n); }) ==
+            P + "q is not a CUDA device pointer (0x10000000000)");
+    } else {
+      std::string e = errorOf([&] { forward(p, fakeWorkspace(), n); });
+      INFO(e);
+      CHECK(e.rfind(P + "no CUDA driver", 0) == 0);
+      CHECK(e == P + why);
+    }
+  }
+}
