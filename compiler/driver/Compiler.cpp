@@ -119,6 +119,7 @@ bool compileQla(const std::string &source, const std::string &filename, const Co
   if (mlir::failed(compiler::buildKernelIR(*kernel, filename, mod))) return false;
   if (mlir::failed(mlir::verify(mod))) return false;
   out.tileIr = printOp(mod);
+  if (options.frontEndOnly) return true;
 
   return lowerAndEmit(ctx, mod, options, out);
 }

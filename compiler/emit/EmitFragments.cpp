@@ -294,7 +294,10 @@ LogicalResult Emitter::emitParallel(ParallelOp op) {
   };
   for (Operation &o : body) {
     if (auto r = dyn_cast<ElemReadOp>(o)) {
-      declare(r.getResult(), "float", fragElem(r.getFrag(), regFor(r.getFrag().getType())), "el");
+      if (r.getResult().getType().isIndex())
+        declare(r.getResult(), "int", name(r.getFrag()) + "[" + regFor(r.getFrag().getType()) + "]", "el");
+      else
+        declare(r.getResult(), "float", fragElem(r.getFrag(), regFor(r.getFrag().getType())), "el");
     } else if (auto w = dyn_cast<ElemWriteOp>(o)) {
       if (w.getFrag().getType().getShape().size() != ext.size())
         return w.emitOpError("a map writes only fragments of its full rank");

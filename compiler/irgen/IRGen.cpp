@@ -178,7 +178,9 @@ Value IRGen::genExpr(const fe::Expr &e) {
       if (!frag || !parallelBlock_) return {};
       SmallVector<Value> idx;
       for (int d : el.parallelDims) idx.push_back(parallelBlock_->getArgument(d));
-      return b_.create<ElemReadOp>(l, dtype(el.frag->dtype), frag, idx);
+      Type vt = fe::elementScalarType(el.frag->dtype) == fe::ScalarType::Int ? (Type)b_.getIndexType()
+                                                                            : (Type)b_.getF32Type();
+      return b_.create<ElemReadOp>(l, vt, frag, idx);
     }
     default: break;
   }
@@ -409,9 +411,10 @@ void IRGen::genStmt(const fe::Stmt &s) {
       SmallVector<Value> idx(parallelBlock_->getArguments().begin(), parallelBlock_->getArguments().end());
       if (ea.op != fe::AssignOp::Set) {
         Value old = b_.create<ElemReadOp>(l, v.getType(), frag, idx);
-        if (ea.op == fe::AssignOp::Add) v = b_.create<arith::AddFOp>(l, old, v);
-        else if (ea.op == fe::AssignOp::Sub) v = b_.create<arith::SubFOp>(l, old, v);
-        else v = b_.create<arith::MulFOp>(l, old, v);
+        bool f = v.getType().isF32();
+        if (ea.op == fe::AssignOp::Add) v = f ? (Value)b_.create<arith::AddFOp>(l, old, v) : b_.create<arith::AddIOp>(l, old, v);
+        else if (ea.op == fe::AssignOp::Sub) v = f ? (Value)b_.create<arith::SubFOp>(l, old, v) : b_.create<arith::SubIOp>(l, old, v);
+        else v = f ? (Value)b_.create<arith::MulFOp>(l, old, v) : b_.create<arith::MulIOp>(l, old, v);
       }
       b_.create<ElemWriteOp>(l, v, frag, idx);
       return;

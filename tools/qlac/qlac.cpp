@@ -106,6 +106,7 @@ int main(int argc, char **argv) {
   if (std::find(std::begin(kinds), std::end(kinds), emit) == std::end(kinds))
     return fail("unknown --emit kind '" + emit + "' (mlir, mlir-lowered, cuda, ptx, cubin, info)");
 
+  opts.frontEndOnly = emit == "mlir";
   std::ifstream in(input, std::ios::binary);
   if (!in) return fail("cannot open '" + input + "'");
   std::stringstream ss;

@@ -51,6 +51,7 @@ def Qla_SharedType : Qla_Type<"Shared", "smem"> {
                         "::mlir::Type":$elementType,
                         "unsigned":$swizzle);
   let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     int64_t getNumElements() const;
     int64_t getSizeInBytes() const;
@@ -71,6 +72,7 @@ def Qla_FragType : Qla_Type<"Frag", "frag"> {
                         "unsigned":$layout,
                         "unsigned":$warpgroups);
   let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     enum Layout : unsigned { Unassigned = 0, Acc = 1, Row = 2, Col = 3 };
     bool hasLayout() const { return getLayout() != Unassigned; }

@@ -65,6 +65,31 @@ void SharedType::print(AsmPrinter &p) const {
   p << ">";
 }
 
+static LogicalResult verifyShape(function_ref<InFlightDiagnostic()> emitError, ArrayRef<int64_t> shape) {
+  if (shape.empty() || shape.size() > 2) return emitError() << "tiles have rank 1 or 2, got rank " << shape.size();
+  for (int64_t d : shape)
+    if (d <= 0) return emitError() << "tile extents must be positive";
+  return success();
+}
+
+LogicalResult SharedType::verify(function_ref<InFlightDiagnostic()> emitError, ArrayRef<int64_t> shape,
+                                 Type elementType, unsigned swizzle) {
+  if (failed(verifyShape(emitError, shape))) return failure();
+  if (swizzle != 0 && swizzle != 32 && swizzle != 64 && swizzle != 128)
+    return emitError() << "swizzle must be 0, 32, 64 or 128 bytes, got " << swizzle;
+  return success();
+}
+
+LogicalResult FragType::verify(function_ref<InFlightDiagnostic()> emitError, ArrayRef<int64_t> shape,
+                               Type elementType, unsigned layout, unsigned warpgroups) {
+  if (failed(verifyShape(emitError, shape))) return failure();
+  if (layout > Col) return emitError() << "unknown fragment layout " << layout;
+  if (layout != Unassigned && warpgroups == 0) return emitError() << "a fragment layout needs a warpgroup count";
+  if (layout == Acc && shape.size() != 2) return emitError() << "the accumulator layout is 2-D";
+  if ((layout == Row || layout == Col) && shape.size() != 1) return emitError() << "row/column layouts are 1-D";
+  return success();
+}
+
 int64_t SharedType::getNumElements() const {
   int64_t n = 1;
   for (int64_t d : getShape()) n *= d;

@@ -196,15 +196,23 @@ static LogicalResult verifyElemAccess(Operation *op, FragType f, ValueRange idx)
   return success();
 }
 
+// Element values are f32 for float fragments (bf16/f16/f32) and index for
+// integer ones; the conversion is part of the access.
+static Type elementValueType(FragType f) {
+  Type e = f.getElementType();
+  if (e.isInteger(32) || e.isInteger(64)) return IndexType::get(f.getContext());
+  return Float32Type::get(f.getContext());
+}
+
 LogicalResult ElemReadOp::verify() {
-  if (getResult().getType() != getFrag().getType().getElementType())
-    return emitOpError("result type must be the fragment's dtype");
+  if (getResult().getType() != elementValueType(getFrag().getType()))
+    return emitOpError("result type must be f32 (float fragments) or index (integer fragments)");
   return verifyElemAccess(*this, getFrag().getType(), getIndices());
 }
 
 LogicalResult ElemWriteOp::verify() {
-  if (getValue().getType() != getFrag().getType().getElementType())
-    return emitOpError("value type must be the fragment's dtype");
+  if (getValue().getType() != elementValueType(getFrag().getType()))
+    return emitOpError("value type must be f32 (float fragments) or index (integer fragments)");
   return verifyElemAccess(*this, getFrag().getType(), getIndices());
 }
 
@@ -320,6 +328,17 @@ LogicalResult PutOp::verify() {
       return o.emitOpError("is not allowed in a put: a put only loads global tiles into its slot");
     if (load && !llvm::is_contained(getBody().front().getArguments(), load.getDst()))
       return load.emitOpError("in a put must write one of the slot's tiles");
+  }
+  // Every slot tile is filled exactly once: the slot's byte count is armed
+  // for all of them, so a missing copy would hang the consumer.
+  for (BlockArgument arg : getBody().front().getArguments()) {
+    int writes = llvm::count_if(arg.getUsers(), [&](Operation *u) {
+      auto l = dyn_cast<LoadOp>(u);
+      return l && l.getDst() == arg;
+    });
+    if (writes != 1)
+      return emitOpError("must copy into each slot tile exactly once; tile #")
+             << arg.getArgNumber() << " is written " << writes << " time(s)";
   }
   return success();
 }

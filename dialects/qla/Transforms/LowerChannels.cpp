@@ -81,8 +81,11 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
         auto load = dyn_cast<LoadOp>(op);
         // Bounded (`until`) loads stay per-thread copies: TMA only clips at the tensor's edge.
         if (load && isa<SharedType>(load.getDst().getType()) && !op.getParentOfType<PutOp>() &&
-            load.getLimits().empty())
+            load.getLimits().empty()) {
+          // A second copy into a tile already in the group must land after the first.
+          if (llvm::any_of(run, [&](LoadOp o) { return o.getDst() == load.getDst(); })) close();
           run.push_back(load);
+        }
         else if (op.getNumRegions() != 0 || !isMemoryEffectFree(&op))
           close();
       }

@@ -1,6 +1,7 @@
 // Pipeline lowering: multi-buffered loads issued `stages` iterations ahead.
 #include "dialects/qla/Transforms/Passes.h"
 
+#include "llvm/ADT/MapVector.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
@@ -39,7 +40,7 @@ struct LowerPipelines : ::mlir::qla::impl::QlaLowerPipelinesBase<LowerPipelines>
   // Clones the loads of `body` (and the arithmetic their offsets need) with
   // the induction variable replaced by `iv`, retargeted at slot `slot`.
   LogicalResult cloneLoads(OpBuilder &b, ArrayRef<LoadOp> loads, Value oldIv, Value iv,
-                           const DenseMap<Value, Value> &buffers, Value full, Value slot) {
+                           const llvm::MapVector<Value, Value> &buffers, Value full, Value slot) {
     IRMapping map;
     map.map(oldIv, iv);
     Block *body = oldIv.getParentBlock();
@@ -77,7 +78,8 @@ struct LowerPipelines : ::mlir::qla::impl::QlaLowerPipelinesBase<LowerPipelines>
     for (Operation &op : body)
       if (auto ld = dyn_cast<LoadOp>(op); ld && isa<SharedType>(ld.getDst().getType())) loads.push_back(ld);
     // The tiles become rings of `stages` slots; they must live outside the loop.
-    DenseMap<Value, Value> buffers;
+    // Ordered: the emitted code (and so the kernel hash) must not depend on pointer values.
+    llvm::MapVector<Value, Value> buffers;
     int64_t bytes = 0;
     for (LoadOp ld : loads) {
       if (!ld.getLimits().empty())

@@ -32,6 +32,7 @@ LogicalResult SetMaxNRegOp::verify() {
 LogicalResult TmaLoadOp::verify() {
   auto g = getSrc().getType();
   auto t = getDst().getType();
+  if (t.getShape().empty()) return emitOpError("TMA needs a tile of rank 1 or more");
   if (getCoords().size() != g.getRank())
     return emitOpError("needs one coordinate per tensor dim");
   if (t.getElementType() != g.getElementType())
@@ -47,9 +48,10 @@ LogicalResult TmaLoadOp::verify() {
 
 LogicalResult WgmmaOp::verify() {
   auto c = getC().getType();
-  if (c.getLayout() != qla::FragType::Acc)
-    return emitOpError("C must have the accumulator layout");
+  if (c.getLayout() != qla::FragType::Acc || c.getShape().size() != 2)
+    return emitOpError("C must be a 2-D fragment with the accumulator layout");
   int64_t w = getWarpgroups();
+  if (w < 1) return emitOpError("needs at least one warpgroup, got ") << w;
   if (c.getShape()[0] % (64 * w) != 0) return emitOpError("M must be a multiple of 64 per warpgroup");
   if (c.getShape()[1] % 8 != 0 || c.getShape()[1] > 256)
     return emitOpError("N must be a multiple of 8 and at most 256, got ") << c.getShape()[1];

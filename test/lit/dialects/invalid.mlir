@@ -452,8 +452,8 @@ func.func @elem_read_type() {
   %f = qla.alloc_frag : !qla.frag<64xbf16>
   qla.parallel [64] {
   ^bb0(%i: index):
-    // expected-error @+1 {{'qla.elem_read' op result type must be the fragment's dtype}}
-    %x = qla.elem_read %f[%i] : !qla.frag<64xbf16> -> f32
+    // expected-error @+1 {{'qla.elem_read' op result type must be f32 (float fragments) or index (integer fragments)}}
+    %x = qla.elem_read %f[%i] : !qla.frag<64xbf16> -> index
   }
   return
 }
@@ -464,7 +464,7 @@ func.func @elem_write_type(%x: f32) {
   %f = qla.alloc_frag : !qla.frag<64xi32>
   qla.parallel [64] {
   ^bb0(%i: index):
-    // expected-error @+1 {{'qla.elem_write' op value type must be the fragment's dtype}}
+    // expected-error @+1 {{'qla.elem_write' op value type must be f32 (float fragments) or index (integer fragments)}}
     qla.elem_write %x -> %f[%i] : f32 -> !qla.frag<64xi32>
   }
   return
@@ -866,7 +866,7 @@ func.func @wgmma_no_acc_layout() {
   %a = qla.alloc_shared : !qla.smem<64x64xbf16, swizzle 128>
   %b = qla.alloc_shared : !qla.smem<64x64xbf16, swizzle 128>
   %c = qla.alloc_frag : !qla.frag<64x64xf32>
-  // expected-error @+1 {{'qlanv.wgmma' op C must have the accumulator layout}}
+  // expected-error @+1 {{'qlanv.wgmma' op C must be a 2-D fragment with the accumulator layout}}
   qlanv.wgmma %a, %b, %c {warpgroups = 1 : i64} : !qla.smem<64x64xbf16, swizzle 128>, !qla.smem<64x64xbf16, swizzle 128>, !qla.frag<64x64xf32>
   return
 }
@@ -901,5 +901,26 @@ func.func @wgmma_unswizzled_b() {
   %c = qla.alloc_frag : !qla.frag<64x64xf32, acc x1>
   // expected-error @+1 {{'qlanv.wgmma' op B must be a swizzled shared tile (run layout inference)}}
   qlanv.wgmma %a, %b, %c {warpgroups = 1 : i64} : !qla.smem<64x64xbf16, swizzle 128>, !qla.smem<64x64xbf16>, !qla.frag<64x64xf32, acc x1>
+  return
+}
+
+// -----
+
+// A put that leaves a slot tile empty would arm the barrier for bytes that
+// never arrive (the consumer would hang): rejected.
+func.func @put_missing_tile(%A: !qla.global<bf16, 2>, %i: index) {
+  %ch = qla.channel "ab" : !qla.channel<[!qla.smem<64x64xbf16>, !qla.smem<64x64xbf16>], 2>
+  qla.role "load" warpgroups 0 to 0 regs 0 {
+    // expected-error @+1 {{'qla.put' op must copy into each slot tile exactly once; tile #1 is written 0 time(s)}}
+    qla.put %ch {
+    ^bb0(%a: !qla.smem<64x64xbf16>, %b: !qla.smem<64x64xbf16>):
+      qla.load %A[%i, %i] -> %a : !qla.global<bf16, 2> -> !qla.smem<64x64xbf16>
+    } : !qla.channel<[!qla.smem<64x64xbf16>, !qla.smem<64x64xbf16>], 2>
+  }
+  qla.role "math" warpgroups 1 to 1 regs 0 {
+    qla.get %ch {
+    ^bb0(%a: !qla.smem<64x64xbf16>, %b: !qla.smem<64x64xbf16>):
+    } : !qla.channel<[!qla.smem<64x64xbf16>, !qla.smem<64x64xbf16>], 2>
+  }
   return
 }

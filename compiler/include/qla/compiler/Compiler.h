@@ -14,6 +14,7 @@ struct CompileOptions {
   std::map<std::string, std::string> defines;  // specialization constants (-D NAME=VALUE)
   std::string kernel;            // which kernel of the file; empty: the file's only kernel
   bool printIrAfterAll = false;  // print the IR after every pass to stderr
+  bool frontEndOnly = false;     // stop after building the tile-level IR (tileIr only)
 };
 
 struct CompiledKernel {

@@ -1,5 +1,4 @@
-// XFAIL: *
-// Known bug: types have no verifier, so a 1-D fragment can carry the
+// Regression (was a crash or a wrong message, now rejected cleanly): types have no verifier, so a 1-D fragment can carry the
 // accumulator layout (only qla.alloc_frag checks layouts). WgmmaOp::verify
 // then reads C's shape[1] out of bounds and reports a garbage N, e.g.
 // "N must be a multiple of 8 and at most 256, got 93874622029248". The op

@@ -1,5 +1,4 @@
-// XFAIL: *
-// Known bug: types have no verifier, so a rank-0 shared tile
+// Regression (was a crash or a wrong message, now rejected cleanly): types have no verifier, so a rank-0 shared tile
 // `!qla.smem<bf16>` parses (only qla.alloc_shared checks tile ranks), and
 // TmaLoadOp::verify calls getShape().back() on its empty shape: qla-opt
 // crashes in the verifier instead of reporting an error.

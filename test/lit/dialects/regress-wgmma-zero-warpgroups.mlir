@@ -1,5 +1,4 @@
-// XFAIL: *
-// Known bug: WgmmaOp::verify divides by 64 * warpgroups, so warpgroups = 0
+// Regression (was a crash or a wrong message, now rejected cleanly): WgmmaOp::verify divides by 64 * warpgroups, so warpgroups = 0
 // crashes qla-opt (SIGFPE in the verifier) instead of being rejected.
 // RUN: %qla-opt %s -verify-diagnostics
 
