@@ -36,6 +36,12 @@ std::string formatMlirDiag(mlir::Diagnostic &d) {
   return where + ": " + sev + ": " + os.str();
 }
 
+void loadDialects(mlir::MLIRContext &ctx) {
+  ctx.loadDialect<mlir::qla::QlaDialect, mlir::qlanv::QlanvDialect, mlir::arith::ArithDialect,
+                  mlir::scf::SCFDialect, mlir::math::MathDialect, mlir::func::FuncDialect>();
+  ctx.disableMultithreading();
+}
+
 std::string printOp(mlir::Operation *op) {
   std::string s;
   llvm::raw_string_ostream os(s);
@@ -106,9 +112,7 @@ bool compileQla(const std::string &source, const std::string &filename, const Co
   }
 
   mlir::MLIRContext ctx;
-  ctx.loadDialect<mlir::qla::QlaDialect, mlir::qlanv::QlanvDialect, mlir::arith::ArithDialect,
-                  mlir::scf::SCFDialect, mlir::math::MathDialect, mlir::func::FuncDialect>();
-  ctx.disableMultithreading();
+  loadDialects(ctx);
   mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
     diagnostics.push_back(formatMlirDiag(d));
     return mlir::success();
@@ -127,9 +131,7 @@ bool compileQla(const std::string &source, const std::string &filename, const Co
 bool compileQlaMlir(const std::string &mlirText, const std::string &filename, const CompileOptions &options,
                     CompiledKernel &out, std::vector<std::string> &diagnostics) {
   mlir::MLIRContext ctx;
-  ctx.loadDialect<mlir::qla::QlaDialect, mlir::qlanv::QlanvDialect, mlir::arith::ArithDialect,
-                  mlir::scf::SCFDialect, mlir::math::MathDialect, mlir::func::FuncDialect>();
-  ctx.disableMultithreading();
+  loadDialects(ctx);
   mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
     diagnostics.push_back(formatMlirDiag(d));
     return mlir::success();

@@ -57,6 +57,20 @@ Emitter::RegLoop Emitter::openRegLoop(FragType t) {
   return l;
 }
 
+std::vector<std::string> Emitter::openTileLoop(SharedType t) {
+  auto s = t.getShape();
+  int64_t cols = s.back(), total = t.getNumElements();
+  int64_t nthreads = (group().end - group().begin + 1) * 128;
+  std::string e = fresh("e");
+  line("for (int " + e + " = (int)threadIdx.x - " + str(group().begin * 128) + "; " + e + " < " + str(total) + "; " + e +
+       " += " + str(nthreads) + ") {");
+  ++indent_;
+  std::vector<std::string> idx;
+  if (s.size() == 2) idx.push_back(declareStr("int", e + " / " + str(cols), "row"));
+  idx.push_back(declareStr("int", e + " % " + str(cols), "col"));
+  return idx;
+}
+
 std::string Emitter::declareStr(const std::string &type, const std::string &expr, const std::string &prefix) {
   std::string n = fresh(prefix);
   line("const " + type + " " + n + " = " + expr + ";");
@@ -172,19 +186,9 @@ LogicalResult Emitter::emitStore(StoreOp op) {
   }
   // Shared → global: the group's threads stride over the tile.
   auto src = cast<SharedType>(op.getSrc().getType());
-  auto s = src.getShape();
-  int64_t cols = s.back(), total = src.getNumElements();
-  int64_t nthreads = (group().end - group().begin + 1) * 128;
   line(groupSync());
-  std::string e = fresh("e");
-  line("for (int " + e + " = (int)threadIdx.x - " + str(group().begin * 128) + "; " + e + " < " + str(total) + "; " + e +
-       " += " + str(nthreads) + ") {");
-  ++indent_;
-  std::vector<std::string> idx;
-  std::string row = s.size() == 2 ? declareStr("int", e + " / " + str(cols), "row") : "0";
-  if (s.size() == 2) idx.push_back(row);
-  std::string col = declareStr("int", e + " % " + str(cols), "col");
-  idx.push_back(col);
+  std::vector<std::string> idx = openTileLoop(src);
+  std::string row = idx.size() == 2 ? idx[0] : "0", col = idx.back();
   std::string inb;
   std::string off = globalElementOffset(op.getDst(), op.getOffsets(), op.getDropped(), idx, inb, op.getLimits(),
                                         op.getLimitDims());
@@ -392,19 +396,9 @@ LogicalResult Emitter::scratchPointer(Operation *op, const std::string &name) {
 LogicalResult Emitter::emitLoadToShared(LoadOp op) {
   auto dst = cast<SharedType>(op.getDst().getType());
   Type gt = op.getSrc().getType().getElementType();
-  auto s = dst.getShape();
-  int64_t cols = s.back(), total = dst.getNumElements();
-  int64_t nthreads = (group().end - group().begin + 1) * 128;
   line(groupSync());
-  std::string e = fresh("e");
-  line("for (int " + e + " = (int)threadIdx.x - " + str(group().begin * 128) + "; " + e + " < " + str(total) + "; " + e +
-       " += " + str(nthreads) + ") {");
-  ++indent_;
-  std::vector<std::string> idx;
-  std::string row = s.size() == 2 ? declareStr("int", e + " / " + str(cols), "row") : "0";
-  if (s.size() == 2) idx.push_back(row);
-  std::string col = declareStr("int", e + " % " + str(cols), "col");
-  idx.push_back(col);
+  std::vector<std::string> idx = openTileLoop(dst);
+  std::string row = idx.size() == 2 ? idx[0] : "0", col = idx.back();
   std::string inb;
   std::string off = globalElementOffset(op.getSrc(), op.getOffsets(), op.getDropped(), idx, inb, op.getLimits(),
                                         op.getLimitDims());

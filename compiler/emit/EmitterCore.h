@@ -73,6 +73,9 @@ class Emitter {
   };
   RegLoop openRegLoop(mlir::qla::FragType t);
   void closeLoop();
+  // The group's threads stride over the elements of a shared tile: emits the
+  // loop header; returns the (row, col) (or (col)) index variables.
+  std::vector<std::string> openTileLoop(mlir::qla::SharedType t);
   std::string declareStr(const std::string &type, const std::string &expr, const std::string &prefix);
   std::string fragElem(mlir::Value frag, const std::string &reg);         // lvalue/rvalue as float
   void fragStore(mlir::Value frag, const std::string &reg, const std::string &value);

@@ -30,16 +30,7 @@ const char *scalarTypeName(ScalarType t) {
   return "?";
 }
 
-const char *dtypeStr(DType t) {
-  switch (t) {
-  case DType::BF16: return "bf16";
-  case DType::F16: return "f16";
-  case DType::F32: return "f32";
-  case DType::I32: return "i32";
-  case DType::I64: return "i64";
-  }
-  return "?";
-}
+const char *dtypeStr(DType t) { return qla::dtypeName(t); }
 
 bool dtypeFromName(const std::string &name, DType &out) {
   for (DType t : {DType::BF16, DType::F16, DType::F32, DType::I32, DType::I64})

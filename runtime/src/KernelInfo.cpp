@@ -9,17 +9,6 @@
 
 namespace qla {
 
-const char *dtypeName(DType t) {
-  switch (t) {
-  case DType::BF16: return "bf16";
-  case DType::F16: return "f16";
-  case DType::F32: return "f32";
-  case DType::I32: return "i32";
-  case DType::I64: return "i64";
-  }
-  return "?";
-}
-
 int dtypeBytes(DType t) {
   switch (t) {
   case DType::BF16:
