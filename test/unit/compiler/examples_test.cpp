@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <map>
+
 #include "qla/compiler/Compiler.h"
 #include "qla/runtime/Nvrtc.h"
 
@@ -184,6 +186,56 @@ TEST_CASE("every example kernel compiles to an sm_90a cubin without spills", "[c
 // (DenseMap<Value, ...>) in a pass makes it differ from run to run, which
 // defeats the disk cache. Each compile uses a fresh MLIRContext, so repeated
 // compiles in one process see different addresses.
+// The GDN kernels (kernels/gdn/*.qla) under the specializations that cover
+// every constant the operator sets: the default (bf16, K = V = 128), K = V =
+// 64, in-kernel L2 norm, varlen with int64 offsets and initial/final state,
+// f16. Each must compile to an sm_90a cubin with zero spill bytes.
+TEST_CASE("the GDN kernels compile to sm_90a cubins without spills", "[compiler][gdn][nvrtc]") {
+  const std::string dir = std::string(QLA_SOURCE_DIR) + "/kernels/gdn/";
+  const std::vector<std::map<std::string, std::string>> variants = {
+      {},
+      {{"DK", "64"}, {"DV", "64"}},
+      {{"L2NORM", "1"}},
+      {{"VARLEN", "1"}, {"CT", "i64"}},
+      {{"DT", "f16"}},
+  };
+  std::vector<std::string> summary;
+  for (const char *file : {"gdn_fwd_prepare.qla", "gdn_fwd_state.qla"}) {
+    std::string path = dir + file;
+    std::string source = readFile(path);
+    for (auto defines : variants) {
+      if (std::string(file) == "gdn_fwd_state.qla" && defines.count("VARLEN")) {
+        defines["HAS_H0"] = "1";
+        defines["STORE_HT"] = "1";
+      }
+      std::string tag;
+      for (auto &[k, v] : defines) tag += " -D " + k + "=" + v;
+      INFO(file << tag);
+      qla::CompileOptions co;
+      co.defines = defines;
+      qla::CompiledKernel ck;
+      std::vector<std::string> diags;
+      bool ok = qla::compileQla(source, path, co, ck, diags);
+      INFO(joined(diags));
+      REQUIRE(ok);
+      qla::rt::NvrtcOptions no;
+      no.arch = "sm_90a";
+      no.extra = {"--ptxas-options=-v"};
+      qla::rt::NvrtcResult r = qla::rt::compileCuda(ck.cuda, ck.info.name, no);
+      INFO(r.error << "\n" << r.log);
+      REQUIRE(r.ok);
+      CHECK(r.cubin.compare(0, 4, "\x7f" "ELF") == 0);
+      CHECK(r.ptx.find("wgmma.mma_async") != std::string::npos);
+      PtxasReport rep = parsePtxas(r.log, ck.info.name);
+      CHECK(rep.found);
+      CHECK(rep.properties.find(", 0 bytes spill stores") != std::string::npos);
+      CHECK(rep.properties.find(", 0 bytes spill loads") != std::string::npos);
+      summary.push_back(std::string(file) + tag + ": " + std::to_string(rep.registers) + " registers; " + rep.properties);
+    }
+  }
+  for (const std::string &line : summary) WARN(line);
+}
+
 TEST_CASE("every example kernel compiles to the same CUDA every time", "[compiler][examples]") {
   for (const std::string &file : exampleFiles()) {
     std::string path = examplesDir() + "/" + file;
