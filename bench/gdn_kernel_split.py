@@ -1,0 +1,65 @@
+"""Times the two GDN forward kernels separately (generic JIT path, CUDA-graph
+replay, median), to see where the forward's time goes.
+
+    PYTHONPATH=python QLA_LIBRARY=build/compiler/libqla.so python3 bench/gdn_kernel_split.py
+"""
+import os
+import sys
+
+import torch
+
+import qla
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def time_graph(fn, calls=5, replays=10):
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(2):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(calls):
+            fn()
+    ts = []
+    for _ in range(replays):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        g.replay()
+        b.record()
+        torch.cuda.synchronize()
+        ts.append(a.elapsed_time(b) / calls)
+    ts.sort()
+    return ts[len(ts) // 2]
+
+
+def main():
+    kp = qla.compile(os.path.join(ROOT, "kernels/gdn/gdn_fwd_prepare.qla"))
+    ks = qla.compile(os.path.join(ROOT, "kernels/gdn/gdn_fwd_state.qla"), STORE_HT=1)
+    bf = torch.bfloat16
+    print(f"{'Hqk/Hv':>7} {'T':>6}  prepare ms  state ms  chunks  state us/chunk")
+    for hk, hv, T in [(16, 64, 8192), (16, 64, 32768), (2, 8, 32768), (8, 32, 8192)]:
+        K = V = 128
+        q = torch.nn.functional.normalize(torch.randn(1, T, hk, K, device="cuda"), dim=-1).to(bf)
+        k = torch.nn.functional.normalize(torch.randn(1, T, hk, K, device="cuda"), dim=-1).to(bf)
+        v = torch.randn(1, T, hv, V, device="cuda").to(bf)
+        g = torch.nn.functional.logsigmoid(torch.randn(1, T, hv, device="cuda"))
+        beta = torch.sigmoid(torch.randn(1, T, hv, device="cuda"))
+        cu = torch.zeros(1, dtype=torch.int32, device="cuda")
+        h0 = torch.zeros(1, hv, K, V, device="cuda")
+        W = torch.empty(1, T, hv, K, device="cuda", dtype=bf)
+        U = torch.empty(1, T, hv, V, device="cuda", dtype=bf)
+        GC = torch.empty(1, T, hv, device="cuda")
+        O = torch.empty(1, T, hv, V, device="cuda", dtype=bf)
+        HT = torch.empty(1, hv, K, V, device="cuda")
+        tp = time_graph(lambda: kp(k, v, g, beta, cu, W, U, GC))
+        tsx = time_graph(lambda: ks(q, k, W, U, GC, cu, h0, O, HT, K ** -0.5))
+        nchunks = (T + 63) // 64
+        print(f"{hk:>3}/{hv:<3} {T:>6}  {tp:10.3f}  {tsx:8.3f}  {nchunks:6d}  {1000 * tsx / nchunks:10.2f}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
