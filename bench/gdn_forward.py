@@ -226,30 +226,8 @@ def fla_call_for(torch, fla, inp, r):
 
 def time_graph(torch, fn, calls, replays):
     """Median ms per call over `replays` replays of a graph of `calls` calls."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(calls):
-            fn()
-    g.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(replays):
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        e0.record()
-        g.replay()
-        e1.record()
-        torch.cuda.synchronize()
-        times.append(e0.elapsed_time(e1) / calls)
-    del g
-    times.sort()
-    return times[len(times) // 2], times
+    from timing import time_graph as _time_graph
+    return _time_graph(fn, calls=calls, replays=replays)
 
 
 def time_eager(torch, fn, calls, replays):

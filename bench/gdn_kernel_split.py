@@ -9,31 +9,9 @@ import sys
 import torch
 
 import qla
+from timing import time_graph
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def time_graph(fn, calls=5, replays=10):
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(2):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(calls):
-            fn()
-    ts = []
-    for _ in range(replays):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        torch.cuda.synchronize()
-        ts.append(a.elapsed_time(b) / calls)
-    ts.sort()
-    return ts[len(ts) // 2]
 
 
 def main():
@@ -55,8 +33,8 @@ def main():
         GC = torch.empty(1, T, hv, device="cuda")
         O = torch.empty(1, T, hv, V, device="cuda", dtype=bf)
         HT = torch.empty(1, hv, K, V, device="cuda")
-        tp = time_graph(lambda: kp(k, v, g, beta, cu, W, U, GC))
-        tsx = time_graph(lambda: ks(q, k, W, U, GC, cu, h0, O, HT, K ** -0.5))
+        tp, _ = time_graph(lambda: kp(k, v, g, beta, cu, W, U, GC), calls=5, replays=10)
+        tsx, _ = time_graph(lambda: ks(q, k, W, U, GC, cu, h0, O, HT, K ** -0.5), calls=5, replays=10)
         nchunks = (T + 63) // 64
         print(f"{hk:>3}/{hv:<3} {T:>6}  {tp:10.3f}  {tsx:8.3f}  {nchunks:6d}  {1000 * tsx / nchunks:10.2f}")
 

@@ -15,6 +15,7 @@ import time
 import torch
 
 import qla
+from timing import time_graph
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GEMM = os.path.join(ROOT, "examples", "gemm.qla")
@@ -36,31 +37,6 @@ def check(k, m, n, kk, seed):
     err = rms_rel(c, ref)
     nan = torch.isnan(c).any().item()
     return err, nan
-
-
-def time_graph(fn, iters=20, reps=15):
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(iters):
-            fn()
-    g.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        e0.record()
-        g.replay()
-        e1.record()
-        torch.cuda.synchronize()
-        times.append(e0.elapsed_time(e1) / iters)
-    times.sort()
-    return times[len(times) // 2]
 
 
 def build_in_subprocess(cache_dir):
@@ -113,8 +89,8 @@ def main():
     flops = 2.0 * S * S * S
     res["perf"] = []
     for name, k in kernels.items():
-        t_q = time_graph(lambda: k(a, b, c))
-        t_t = time_graph(lambda: torch.matmul(a, b.T, out=c2))
+        t_q, _ = time_graph(lambda: k(a, b, c))
+        t_t, _ = time_graph(lambda: torch.matmul(a, b.T, out=c2))
         err = rms_rel(c, c2.float())
         res["perf"].append({"kernel": name, "M": S, "N": S, "K": S, "qla_ms": t_q, "torch_ms": t_t,
                             "qla_tflops": flops / t_q / 1e9, "torch_tflops": flops / t_t / 1e9,
