@@ -1,6 +1,7 @@
 // The compiler driver and the JIT API without a GPU: diagnostics carry
 // file:line:col, kernel symbols are content-derived, gemm's KernelInfo, and
 // the kernel cache (memory hit in the same cache, disk hit in a fresh one).
+#include "test/unit/TestSupport.h"
 #include <catch2/catch.hpp>
 
 #include <dirent.h>
@@ -17,23 +18,13 @@
 
 #include "qla/jit.h"
 
+using qla::test::TempDir;
+using qla::test::readFile;
+using qla::test::joined;
+
 namespace {
 
 const std::string kGemmPath = std::string(QLA_SOURCE_DIR) + "/examples/gemm.qla";
-
-std::string readFile(const std::string &path) {
-  std::ifstream f(path, std::ios::binary);
-  REQUIRE(f.good());
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-std::string joined(const std::vector<std::string> &v) {
-  std::string s;
-  for (auto &l : v) s += l + "\n";
-  return s;
-}
 
 std::string replaced(std::string s, const std::string &from, const std::string &to) {
   size_t p = s.find(from);
@@ -76,33 +67,6 @@ int checkErrorFormat(const Compiled &c, const std::string &file) {
   return std::stoi(m[1]);
 }
 
-// A fresh directory under $TMPDIR, removed (with its files) at scope exit.
-struct TempDir {
-  std::string path;
-  TempDir() {
-    const char *base = std::getenv("TMPDIR");
-    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/qla-jit-test-XXXXXX";
-    std::vector<char> buf(tmpl.begin(), tmpl.end());
-    buf.push_back('\0');
-    REQUIRE(::mkdtemp(buf.data()) != nullptr);
-    path = buf.data();
-  }
-  ~TempDir() { removeTree(path); }
-  static void removeTree(const std::string &p) {
-    if (DIR *d = ::opendir(p.c_str())) {
-      while (dirent *e = ::readdir(d)) {
-        std::string n = e->d_name;
-        if (n == "." || n == "..") continue;
-        std::string child = p + "/" + n;
-        struct stat st;
-        if (::lstat(child.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) removeTree(child);
-        else ::unlink(child.c_str());
-      }
-      ::closedir(d);
-    }
-    ::rmdir(p.c_str());
-  }
-};
 
 }  // namespace
 

@@ -3,6 +3,7 @@
 // NVRTC to an sm_90a cubin without register spills; gemm.qla's PTX uses the
 // Hopper instructions it is meant to (wgmma, TMA, mbarrier waits, setmaxnreg).
 // No GPU needed.
+#include "test/unit/TestSupport.h"
 #include <catch2/catch.hpp>
 
 #include <dirent.h>
@@ -17,6 +18,9 @@
 
 #include "qla/compiler/Compiler.h"
 #include "qla/runtime/Nvrtc.h"
+
+using qla::test::readFile;
+using qla::test::joined;
 
 namespace {
 
@@ -33,20 +37,6 @@ std::vector<std::string> exampleFiles() {
   }
   std::sort(names.begin(), names.end());
   return names;
-}
-
-std::string readFile(const std::string &path) {
-  std::ifstream f(path, std::ios::binary);
-  REQUIRE(f.good());
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-std::string joined(const std::vector<std::string> &v) {
-  std::string s;
-  for (auto &l : v) s += l + "\n";
-  return s;
 }
 
 // What ptxas -v says about one entry function:

@@ -8,6 +8,7 @@
 //
 // While the kernels are not written yet (no kernels/gdn/*.qla at build time)
 // these tests WARN and pass.
+#include "test/unit/TestSupport.h"
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -23,6 +24,9 @@ using namespace gdntest;
 using qla::gdn::ForwardConfig;
 using qla::gdn::KernelSpec;
 
+using qla::test::readFile;
+using qla::test::joined;
+
 namespace {
 
 const char *kFiles[] = {"gdn_fwd_prepare.qla", "gdn_fwd_state.qla"};
@@ -34,19 +38,6 @@ bool kernelsPresent() {
       return false;
     }
   return true;
-}
-
-std::string readFile(const std::string &path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-std::string joined(const std::vector<std::string> &v) {
-  std::string s;
-  for (auto &l : v) s += l + "\n";
-  return s;
 }
 
 struct Expected {

@@ -1,5 +1,6 @@
 // Kernel cache: keys, memory and disk entries, corruption, and two processes
 // sharing one directory.
+#include "test/unit/TestSupport.h"
 #include <catch2/catch.hpp>
 
 #include <dirent.h>
@@ -18,35 +19,10 @@
 
 using namespace qla::rt;
 
+using qla::test::TempDir;
+
 namespace {
 
-// A fresh directory under $TMPDIR, removed (with its files) at scope exit.
-struct TempDir {
-  std::string path;
-  TempDir() {
-    const char *base = std::getenv("TMPDIR");
-    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/qla-cache-test-XXXXXX";
-    std::vector<char> buf(tmpl.begin(), tmpl.end());
-    buf.push_back('\0');
-    REQUIRE(::mkdtemp(buf.data()) != nullptr);
-    path = buf.data();
-  }
-  ~TempDir() { removeTree(path); }
-  static void removeTree(const std::string &p) {
-    if (DIR *d = ::opendir(p.c_str())) {
-      while (dirent *e = ::readdir(d)) {
-        std::string n = e->d_name;
-        if (n == "." || n == "..") continue;
-        std::string child = p + "/" + n;
-        struct stat st;
-        if (::lstat(child.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) removeTree(child);
-        else ::unlink(child.c_str());
-      }
-      ::closedir(d);
-    }
-    ::rmdir(p.c_str());
-  }
-};
 
 std::vector<std::string> listDir(const std::string &p) {
   std::vector<std::string> names;
