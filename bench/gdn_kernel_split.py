@@ -30,7 +30,7 @@ def main():
         h0 = torch.zeros(1, hv, K, V, device="cuda")
         W = torch.empty(1, T, hv, K, device="cuda", dtype=bf)
         U = torch.empty(1, T, hv, V, device="cuda", dtype=bf)
-        GC = torch.empty(1, T, hv, device="cuda")
+        GC = torch.empty(1, hv, (T + 63) // 64 * 64, device="cuda")  # [B, Hv, chunk slots of 64]
         O = torch.empty(1, T, hv, V, device="cuda", dtype=bf)
         HT = torch.empty(1, hv, K, V, device="cuda")
         tp, _ = time_graph(lambda: kp(k, v, g, beta, cu, W, U, GC), calls=5, replays=10)

@@ -76,7 +76,9 @@ def main():
         ks = qla.compile(os.path.join(ROOT, "kernels/gdn/gdn_fwd_state.qla"), **defines)
         W = torch.full((B, T, HV, K), float("nan"), device=dev, dtype=bf)
         U = torch.full((B, T, HV, V), float("nan"), device=dev, dtype=bf)
-        GC = torch.full((B, T, HV), float("nan"), device=dev)
+        # GC is [B, HV, 64 chunk slots] (KERNELS.md).
+        slots = (T + 63) // 64 + (len(lens) - 1 if varlen else 0)
+        GC = torch.full((B, HV, 64 * slots), float("nan"), device=dev)
         O = torch.full((B, T, HV, V), float("nan"), device=dev, dtype=bf)
         HT = torch.full((N, HV, K, V), float("nan"), device=dev)
         scale = K ** -0.5

@@ -140,20 +140,28 @@ std::vector<Named> namedTensors(const ForwardParams &p) {
 // Workspace layout
 //===----------------------------------------------------------------------===//
 
+// The kernels' chunk length (C in both .qla files).
+constexpr int64_t kChunk = 64;
+
 struct WorkspaceLayout {
   size_t w = 0, u = 0, gc = 0, dummy = 0, total = 0;  // byte offsets; total size
-  int64_t gcRow = 0;                                   // GC's T stride (Hv rounded up to 4)
+  int64_t gcSlots = 0;                                 // GC's last dim: chunk slots × kChunk
 };
 
-WorkspaceLayout workspaceLayout(DType dtype, int64_t B, int64_t T, int64_t Hv, int64_t K, int64_t V) {
+// GC is [B, Hv, gcSlots] f32: γ of chunk c of a sequence lives in slot
+// (bos / C + n + c) of C values (varlen; n the sequence index) or slot c
+// (fixed length), so that every chunk's γ starts 16-byte aligned for TMA.
+// Slots needed: cdiv(T, C) + N - 1 with N sequences (B = 1), cdiv(T, C) otherwise.
+WorkspaceLayout workspaceLayout(DType dtype, int64_t B, int64_t T, int64_t Hv, int64_t K, int64_t V,
+                                int64_t numSequences) {
   auto align = [](size_t x) { return (x + kAlign - 1) / kAlign * kAlign; };
   const size_t eb = size_t(dtypeBytes(dtype));
   WorkspaceLayout l;
-  l.gcRow = roundUp(Hv, 4);
+  l.gcSlots = ((T + kChunk - 1) / kChunk + std::max<int64_t>(numSequences - 1, 0)) * kChunk;
   l.w = 0;
   l.u = align(l.w + size_t(B * T * Hv * K) * eb);
   l.gc = align(l.u + size_t(B * T * Hv * V) * eb);
-  l.dummy = align(l.gc + size_t(B * T * l.gcRow) * 4);
+  l.dummy = align(l.gc + size_t(B * Hv * l.gcSlots) * 4);
   l.total = l.dummy + kDummyBytes;
   return l;
 }
@@ -523,9 +531,14 @@ struct Plan {
   std::array<int64_t, 3> prepareGrid{}, stateGrid{};
 };
 
+// p validated.
+size_t workspaceBytesOf(const ForwardParams &p) {
+  return forwardWorkspaceBytes(p.q.dtype, p.q.shape[0], p.q.shape[1], p.v.shape[2], p.q.shape[3], p.v.shape[3],
+                               p.cu_seqlens ? p.cu_seqlens->shape[0] - 1 : 0);
+}
+
 void checkWorkspace(const ForwardParams &p, void *workspace, size_t workspaceBytes) {
-  const size_t need = forwardWorkspaceBytes(p.q.dtype, p.q.shape[0], p.q.shape[1], p.v.shape[2], p.q.shape[3],
-                                            p.v.shape[3]);
+  const size_t need = workspaceBytesOf(p);
   if (!workspace) fail("workspace is a null pointer (it needs " + std::to_string(need) + " bytes)");
   if (reinterpret_cast<uintptr_t>(workspace) % kAlign != 0)
     fail("workspace " + ptrText(workspace) + " is not " + std::to_string(kAlign) + "-byte aligned");
@@ -555,20 +568,14 @@ Plan buildPlan(const ForwardParams &p, void *workspace) {
 
   const int64_t B = p.q.shape[0], T = p.q.shape[1], Hv = p.v.shape[2], K = p.q.shape[3], V = p.v.shape[3];
   const int64_t N = c.varlen ? p.cu_seqlens->shape[0] - 1 : B;
-  const WorkspaceLayout l = workspaceLayout(dt, B, T, Hv, K, V);
+  const WorkspaceLayout l = workspaceLayout(dt, B, T, Hv, K, V, c.varlen ? N : 0);
   char *ws = static_cast<char *>(workspace);
   void *dummy = ws + l.dummy;
 
   rt::TensorArg W = contiguousArg(ws + l.w, {B, T, Hv, K});
   rt::TensorArg U = contiguousArg(ws + l.u, {B, T, Hv, V});
-  // GC rows padded to 16 bytes when a kernel reads or writes GC with TMA;
-  // dense otherwise (a raw-pointer tensor without stride parameters must be).
-  bool gcTma = false;
-  for (const KernelInfo *info : {&ip, &is})
-    for (const ParamInfo &pi : info->params)
-      if (pi.kind == ParamInfo::Kind::TensorMap && info->tensors[pi.index].name == "GC") gcTma = true;
-  const int64_t gcRow = gcTma ? l.gcRow : Hv;
-  rt::TensorArg GC{ws + l.gc, {B, T, Hv}, {T * gcRow, gcRow, 1}};
+  const int64_t TC = l.gcSlots;
+  rt::TensorArg GC = contiguousArg(ws + l.gc, {B, Hv, TC});
   rt::TensorArg CU = c.varlen ? arg(*p.cu_seqlens) : contiguousArg(dummy, {1});
   rt::TensorArg H0 = c.initialState ? arg(*p.initial_state) : contiguousArg(dummy, {N, Hv, K, V});
   rt::TensorArg HT = c.finalState ? arg(*p.final_state) : contiguousArg(dummy, {N, Hv, K, V});
@@ -710,19 +717,21 @@ void validateForward(const ForwardParams &p) {
   }
 }
 
-size_t forwardWorkspaceBytes(DType dtype, int64_t B, int64_t T, int64_t Hv, int64_t K, int64_t V) {
+size_t forwardWorkspaceBytes(DType dtype, int64_t B, int64_t T, int64_t Hv, int64_t K, int64_t V,
+                             int64_t numSequences) {
   if (B < 1 || T < 1 || Hv < 1 || K < 1 || V < 1 || B > kMaxExtent || T > kMaxExtent || Hv > kMaxExtent ||
-      K > 128 || V > 128)
+      K > 128 || V > 128 || numSequences < 0 || numSequences > kMaxExtent || (numSequences > 0 && B != 1))
     fail("forwardWorkspaceBytes: bad sizes B = " + std::to_string(B) + ", T = " + std::to_string(T) +
-         ", Hv = " + std::to_string(Hv) + ", K = " + std::to_string(K) + ", V = " + std::to_string(V));
+         ", Hv = " + std::to_string(Hv) + ", K = " + std::to_string(K) + ", V = " + std::to_string(V) +
+         ", numSequences = " + std::to_string(numSequences));
   if ((long double)B * T * roundUp(Hv, 4) * (K + V + 4) * 2 > (long double)kMaxBytes)
     fail("forwardWorkspaceBytes: the problem is too large");
-  return workspaceLayout(dtype, B, T, Hv, K, V).total;
+  return workspaceLayout(dtype, B, T, Hv, K, V, numSequences).total;
 }
 
 size_t forwardWorkspaceBytes(const ForwardParams &p) {
   validateForward(p);
-  return forwardWorkspaceBytes(p.q.dtype, p.q.shape[0], p.q.shape[1], p.v.shape[2], p.q.shape[3], p.v.shape[3]);
+  return workspaceBytesOf(p);
 }
 
 ForwardConfig forwardConfig(const ForwardParams &p) {
@@ -861,8 +870,7 @@ LaunchPlan planForward(const ForwardParams &p, void *workspace, size_t workspace
 void forward(const ForwardParams &p, void *workspace, size_t workspaceBytes) {
   validateForward(p);
   checkWorkspace(p, workspace, workspaceBytes);
-  CUcontext ctx = checkDevice(p, workspace, forwardWorkspaceBytes(p.q.dtype, p.q.shape[0], p.q.shape[1],
-                                                                  p.v.shape[2], p.q.shape[3], p.v.shape[3]));
+  CUcontext ctx = checkDevice(p, workspace, workspaceBytesOf(p));
   Plan plan = buildPlan(p, workspace);
   // Load both modules before launching either, so that a load error leaves
   // the outputs untouched too.

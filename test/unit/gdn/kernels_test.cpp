@@ -295,7 +295,9 @@ TEST_CASE("GDN: launch plans match the compiled kernels", "[gdn][kernels][nvrtc]
     CHECK(pt[7].data == st[4].data);  // GC
     CHECK(pt[5].shape == std::vector<int64_t>{B, T, Hv, K});
     CHECK(pt[6].shape == std::vector<int64_t>{B, T, Hv, V});
-    CHECK(pt[7].shape == std::vector<int64_t>{B, T, Hv});
+    // GC: [B, Hv, chunk slots of 64], dense (16-byte aligned chunks for TMA).
+    const int64_t slots = (T + 63) / 64 + (c.varlen ? N - 1 : 0);
+    CHECK(pt[7].shape == std::vector<int64_t>{B, Hv, 64 * slots});
     // Absent optional tensors: the dummy region at the end of the workspace.
     char *dummy = ws + n - 256;
     if (c.varlen) {

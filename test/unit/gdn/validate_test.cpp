@@ -375,26 +375,30 @@ TEST_CASE("GDN forward: scale", "[gdn][validate]") {
 }
 
 TEST_CASE("GDN forward workspace size", "[gdn][workspace]") {
-  // W = 2*100*8*128*2 = 409600 at 0; U = 409600 at 409600; GC = 2*100*8*4 =
-  // 6400 at 819200; dummy at 825600 (256 B) → 825856.
-  CHECK(forwardWorkspaceBytes(DType::BF16, 2, 100, 8, 128, 128) == 825856);
-  CHECK(forwardWorkspaceBytes(validParams()) == 825856);
-  // W = 384 at 0; U at 512 (aligned), 384; GC (Hv 3 padded to 4) = 16 at
-  // 1024; dummy at 1280 → 1536.
-  CHECK(forwardWorkspaceBytes(DType::F16, 1, 1, 3, 64, 64) == 1536);
+  // W = 2*100*8*128*2 = 409600 at 0; U = 409600 at 409600; GC = 2*8*(2
+  // chunk slots of 64)*4 = 8192 at 819200; dummy at 827392 (256 B) → 827648.
+  CHECK(forwardWorkspaceBytes(DType::BF16, 2, 100, 8, 128, 128) == 827648);
+  CHECK(forwardWorkspaceBytes(validParams()) == 827648);
+  // W = 384 at 0; U at 512 (aligned), 384; GC = 3*64*4 = 768 at 1024; dummy
+  // at 1792 → 2048.
+  CHECK(forwardWorkspaceBytes(DType::F16, 1, 1, 3, 64, 64) == 2048);
+  // Varlen, 5 sequences in T = 100: cdiv(100, 64) + 4 = 6 slots; W = U =
+  // 1*100*8*128*2 = 204800; GC = 8*6*64*4 = 12288 at 409600; dummy at 421888 → 422144.
+  CHECK(forwardWorkspaceBytes(DType::BF16, 1, 100, 8, 128, 128, 5) == 422144);
+  CHECK_THROWS(forwardWorkspaceBytes(DType::BF16, 2, 100, 8, 128, 128, 5));  // varlen needs B = 1
   // Large: 1 x 32768, Hv 64, K = V = 128, bf16: W = U = 512 MiB, GC = 8 MiB.
   CHECK(forwardWorkspaceBytes(DType::BF16, 1, 32768, 64, 128, 128) ==
         size_t(2) * 536870912 + 8388608 + 256);
   // Mixed K, V.
   CHECK(forwardWorkspaceBytes(DType::BF16, 1, 10, 6, 64, 128) ==
-        size_t(7680) + 15360 + 512 /*GC: 10 x 8 floats = 320 B, aligned*/ + 256);
+        size_t(7680) + 15360 + 1536 /*GC: 6 heads x 64 floats*/ + 256);
 
   // The params form validates first.
   ForwardParams bad = validParams();
   bad.k.dtype = DType::F16;
   CHECK(errorOf([&] { forwardWorkspaceBytes(bad); }) == P + "k has dtype f16 but q has bf16");
   CHECK(errorOf([&] { forwardWorkspaceBytes(DType::BF16, 0, 1, 1, 64, 64); }) ==
-        P + "forwardWorkspaceBytes: bad sizes B = 0, T = 1, Hv = 1, K = 64, V = 64");
+        P + "forwardWorkspaceBytes: bad sizes B = 0, T = 1, Hv = 1, K = 64, V = 64, numSequences = 0");
 }
 
 TEST_CASE("GDN forward checks everything before it needs a GPU", "[gdn][forward]") {
@@ -410,11 +414,11 @@ TEST_CASE("GDN forward checks everything before it needs a GPU", "[gdn][forward]
   }
   SECTION("workspace") {
     CHECK(errorOf([&] { forward(p, nullptr, n); }) ==
-          P + "workspace is a null pointer (it needs 825856 bytes)");
+          P + "workspace is a null pointer (it needs 827648 bytes)");
     CHECK(errorOf([&] { forward(p, static_cast<char *>(fakeWorkspace()) + 128, n); }) ==
           P + "workspace 0x150000000080 is not 256-byte aligned");
     CHECK(errorOf([&] { forward(p, fakeWorkspace(), n - 1); }) ==
-          P + "workspace has 825855 bytes, needs 825856");
+          P + "workspace has 827647 bytes, needs 827648");
     CHECK(errorOf([&] { forward(p, static_cast<char *>(p.o.data) - 4096, n); }) ==
           P + "workspace overlaps o in memory");
   }

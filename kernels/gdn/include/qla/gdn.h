@@ -75,11 +75,14 @@ struct ForwardParams {
 void validateForward(const ForwardParams &p);
 
 // Device scratch forward() needs: W [B,T,Hv,K] and U [B,T,Hv,V] in the input
-// dtype, GC [B,T,Hv] f32 (rows padded to 4 floats), each 256-byte aligned,
-// plus 256 bytes standing in for absent optional tensors. The first form
-// validates `p` first (throws Error).
+// dtype, GC [B,Hv,S] f32 (the chunk-local gate sums in S = 64 (cdiv(T, 64) +
+// N - 1) slots; N = numSequences with cu_seqlens, else 1), each 256-byte
+// aligned, plus 256 bytes standing in for absent optional tensors. The first
+// form validates `p` first (throws Error). numSequences: len(cu_seqlens) - 1
+// with cu_seqlens (then B = 1), 0 without.
 size_t forwardWorkspaceBytes(const ForwardParams &p);
-size_t forwardWorkspaceBytes(DType dtype, int64_t B, int64_t T, int64_t Hv, int64_t K, int64_t V);
+size_t forwardWorkspaceBytes(DType dtype, int64_t B, int64_t T, int64_t Hv, int64_t K, int64_t V,
+                             int64_t numSequences = 0);
 
 // Validates, then launches prepare and state on p.stream. `workspace`: a
 // device buffer of at least forwardWorkspaceBytes(p) bytes, 256-byte aligned,
