@@ -158,32 +158,143 @@ std::string Emitter::globalElementOffset(Value g, ValueRange offsets, ArrayRef<i
   return off;
 }
 
-LogicalResult Emitter::emitLoad(LoadOp op) {
-  auto dst = dyn_cast<FragType>(op.getDst().getType());
-  if (!dst) return emitLoadToShared(op);
-  Type gt = op.getSrc().getType().getElementType();
-  RegLoop l = openRegLoop(dst);
-  std::string inb;
-  std::string off = globalElementOffset(op.getSrc(), op.getOffsets(), op.getDropped(), l.idx, inb, op.getLimits(),
-                                        op.getLimitDims());
-  std::string v = declareStr("float", "(" + inb + ") ? " + loadAsFloat(gt, name(op.getSrc()) + "[" + off + "]") + " : 0.0f", "ld");
-  fragStore(op.getDst(), l.reg, v);
+std::string Emitter::TileAccess::at(const std::vector<std::string> &idx) const {
+  std::string e = ptr;
+  for (size_t k = 0; k < idx.size(); ++k) e += " + (long long)(" + idx[k] + ") * " + stride[k];
+  return "(" + e + ")";
+}
+
+std::string Emitter::TileAccess::inBounds(const std::vector<std::string> &idx) const {
+  std::string e = ok;
+  for (size_t k = 0; k < idx.size(); ++k) e += " && (" + idx[k] + ") >= " + lo[k] + " && (" + idx[k] + ") < " + hi[k];
+  return e;
+}
+
+Emitter::TileAccess Emitter::openTileAccess(Value g, ValueRange offsets, ArrayRef<int64_t> dropped, ValueRange limits,
+                                            ArrayRef<int64_t> limitDims, bool forWrite) {
+  int t = tensorIndex(g);
+  const TensorArgInfo &ti = info_.tensors[t];
+  const std::string &tn = tensorNames_[t];
+  TileAccess a;
+  std::string off = "0LL", ok = "true";
+  for (size_t d = 0; d < ti.dims.size(); ++d) {
+    std::string o = name(offsets[d]), stride = tn + "_stride" + str(d);
+    off += " + (long long)" + o + " * " + stride;
+    if (llvm::is_contained(dropped, (int64_t)d)) {
+      ok += " && " + o + " >= 0 && " + o + " < " + ti.dims[d];
+      continue;
+    }
+    // Tile index i is in range iff 0 <= o + i < min(dim, limits).
+    std::string hi = ti.dims[d];
+    for (auto [lim, ld] : llvm::zip(limits, limitDims))
+      if (ld == (int64_t)d) hi = "min(" + hi + ", " + name(lim) + ")";
+    a.stride.push_back(declareStr("long long", stride, "ts"));
+    a.lo.push_back(declareStr("int", "-(" + o + ")", "tlo"));
+    a.hi.push_back(declareStr("int", hi + " - (" + o + ")", "thi"));
+  }
+  a.ok = declareStr("bool", ok, "tok");
+  std::string p = fresh("tp");
+  // The pointer is formed only where it is in range (ok), never dereferenced otherwise.
+  line(std::string(forWrite ? "" : "const ") + "auto* const " + p + " = " + tn + " + (" + a.ok + " ? " + off +
+       " : 0LL);");
+  a.ptr = p;
+  return a;
+}
+
+// A fragment <-> global copy. Accumulator-layout registers come in pairs of
+// neighbouring columns (r, r + 1 for even r); where the tensor's last dim is
+// the tile's column dim with stride 1 and the pair is 4- or 8-byte aligned,
+// the pair moves as one access.
+LogicalResult Emitter::emitFragGlobal(Value frag, Value g, ValueRange offsets, ArrayRef<int64_t> dropped,
+                                      ValueRange limits, ArrayRef<int64_t> limitDims, bool store) {
+  auto ft = cast<FragType>(frag.getType());
+  Type gt = cast<GlobalType>(g.getType()).getElementType();
+  const int64_t rank = cast<GlobalType>(g.getType()).getRank();
+  const bool lastIsCol = !llvm::is_contained(dropped, rank - 1);
+  const int64_t eb = elementBytes(gt);
+  const bool pairs = getenv("QLA_NOPAIRS") == nullptr && ft.getLayout() == FragType::Acc && ft.getShape().size() == 2 && lastIsCol &&
+                     (gt.isBF16() || gt.isF16() || gt.isF32()) && ft.getRegsPerThread() % 2 == 0;
+  line("{");
+  ++indent_;
+  TileAccess a = openTileAccess(g, offsets, dropped, limits, limitDims, store);
+  if (!pairs) {
+    RegLoop l = openRegLoop(ft);
+    std::string inb = a.inBounds(l.idx), ptr = a.at(l.idx);
+    if (store) {
+      line("if (" + inb + ") *" + ptr + " = " + storeFromFloat(gt, fragElem(frag, l.reg)) + ";");
+    } else {
+      std::string v = declareStr("float", "(" + inb + ") ? " + loadAsFloat(gt, "*" + ptr) + " : 0.0f", "ld");
+      fragStore(frag, l.reg, v);
+    }
+    closeLoop();
+    --indent_;
+    line("}");
+    return success();
+  }
+  const std::string &cs = a.stride.back(), &rs = a.stride.front();
+  std::string vec = declareStr("bool", cs + " == 1 && " + rs + " % 2 == 0 && (reinterpret_cast<unsigned long long>(" +
+                                           a.ptr + ") & " + str(2 * eb - 1) + ") == 0",
+                               "tvec");
+  RegLoop l = openRegLoop(ft);  // visits every register; pairs handled at even ones
+  line("if (" + l.reg + " % 2 == 0) {");
+  ++indent_;
+  std::string r1 = "(" + l.reg + " + 1)";
+  std::vector<std::string> idx1 = l.idx;
+  idx1.back() = "(" + l.idx.back() + " + 1)";
+  std::string in0 = declareStr("bool", a.inBounds(l.idx), "in");
+  std::string in1 = declareStr("bool", a.inBounds(idx1), "in");
+  std::string ptr = fresh("p");
+  line(std::string(store ? "" : "const ") + "auto* const " + ptr + " = " + a.at(l.idx) + ";");
+  std::string vt = eb == 4 ? "float2" : "qla::dev::u32";
+  if (store) {
+    std::string v0 = fragElem(frag, l.reg), v1 = fragElem(frag, r1);
+    std::string packed = eb == 4 ? "make_float2(" + v0 + ", " + v1 + ")"
+                                 : "qla::dev::pack_" + pfx(gt) + "x2(" + v0 + ", " + v1 + ")";
+    line("if (" + vec + " && " + in0 + " && " + in1 + ") {");
+    line("  *reinterpret_cast<" + vt + "*>(" + ptr + ") = " + packed + ";");
+    line("} else {");
+    line("  if (" + in0 + ") " + ptr + "[0] = " + storeFromFloat(gt, v0) + ";");
+    line("  if (" + in1 + ") " + ptr + "[" + cs + "] = " + storeFromFloat(gt, v1) + ";");
+    line("}");
+  } else {
+    std::string x0 = fresh("x"), x1 = fresh("x");
+    line("float " + x0 + " = 0.0f, " + x1 + " = 0.0f;");
+    line("if (" + vec + " && " + in0 + " && " + in1 + ") {");
+    ++indent_;
+    line("const " + vt + " w_ = *reinterpret_cast<const " + vt + "*>(" + ptr + ");");
+    if (eb == 4) {
+      line(x0 + " = w_.x; " + x1 + " = w_.y;");
+    } else {
+      line(x0 + " = qla::dev::unpack_" + pfx(gt) + "x2_lo(w_); " + x1 + " = qla::dev::unpack_" + pfx(gt) + "x2_hi(w_);");
+    }
+    --indent_;
+    line("} else {");
+    line("  if (" + in0 + ") " + x0 + " = " + loadAsFloat(gt, ptr + "[0]") + ";");
+    line("  if (" + in1 + ") " + x1 + " = " + loadAsFloat(gt, ptr + "[" + cs + "]") + ";");
+    line("}");
+    fragStore(frag, l.reg, x0);
+    fragStore(frag, r1, x1);
+  }
+  --indent_;
+  line("}");
   closeLoop();
+  --indent_;
+  line("}");
   return success();
+}
+
+LogicalResult Emitter::emitLoad(LoadOp op) {
+  if (!isa<FragType>(op.getDst().getType())) return emitLoadToShared(op);
+  return emitFragGlobal(op.getDst(), op.getSrc(), op.getOffsets(), op.getDropped(), op.getLimits(), op.getLimitDims(),
+                        /*store=*/false);
 }
 
 LogicalResult Emitter::emitStore(StoreOp op) {
   Type gt = op.getDst().getType().getElementType();
   std::string g = name(op.getDst());
-  if (auto src = dyn_cast<FragType>(op.getSrc().getType())) {
-    RegLoop l = openRegLoop(src);
-    std::string inb;
-    std::string off = globalElementOffset(op.getDst(), op.getOffsets(), op.getDropped(), l.idx, inb, op.getLimits(),
-                                          op.getLimitDims());
-    line("if (" + inb + ") " + g + "[" + off + "] = " + storeFromFloat(gt, fragElem(op.getSrc(), l.reg)) + ";");
-    closeLoop();
-    return success();
-  }
+  if (isa<FragType>(op.getSrc().getType()))
+    return emitFragGlobal(op.getSrc(), op.getDst(), op.getOffsets(), op.getDropped(), op.getLimits(),
+                          op.getLimitDims(), /*store=*/true);
   // Shared → global: the group's threads stride over the tile.
   auto src = cast<SharedType>(op.getSrc().getType());
   line(groupSync());

@@ -47,6 +47,22 @@ class Emitter {
                                   llvm::ArrayRef<std::string> tileIdx, std::string &inBounds,
                                   mlir::ValueRange limits = {}, llvm::ArrayRef<int64_t> limitDims = {});
 
+  // A global slice accessed tile element by tile element, with what does not
+  // change per element hoisted: declared once before the element loop.
+  struct TileAccess {
+    std::string ptr;                 // element pointer at the slice origin
+    std::string ok;                  // the dropped dims are in range
+    std::vector<std::string> stride, lo, hi;  // per tile dim: index in range iff lo <= i < hi
+    std::string at(const std::vector<std::string> &idx) const;        // pointer expression
+    std::string inBounds(const std::vector<std::string> &idx) const;  // condition
+  };
+  TileAccess openTileAccess(mlir::Value g, mlir::ValueRange offsets, llvm::ArrayRef<int64_t> dropped,
+                            mlir::ValueRange limits, llvm::ArrayRef<int64_t> limitDims, bool forWrite);
+  // Fragment <-> global copies (element pairs vectorized where they may be).
+  mlir::LogicalResult emitFragGlobal(mlir::Value frag, mlir::Value g, mlir::ValueRange offsets,
+                                     llvm::ArrayRef<int64_t> dropped, mlir::ValueRange limits,
+                                     llvm::ArrayRef<int64_t> limitDims, bool store);
+
   // --- fragments and tensor cores (EmitFragments.cpp) ---
   mlir::LogicalResult emitAllocFrag(mlir::qla::AllocFragOp op);
   mlir::LogicalResult emitFill(mlir::qla::FillOp op);

@@ -85,8 +85,9 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
           // A second copy into a tile already in the group must land after the first.
           if (llvm::any_of(run, [&](LoadOp o) { return o.getDst() == load.getDst(); })) close();
           run.push_back(load);
-        }
-        else if (op.getNumRegions() != 0 || !isMemoryEffectFree(&op))
+        } else if (isa<AllocSharedOp, AllocFragOp>(op)) {
+          // Declarations between the copies do not separate them.
+        } else if (op.getNumRegions() != 0 || !isMemoryEffectFree(&op))
           close();
       }
       close();
@@ -211,9 +212,26 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
     for (LoadOp ld : loads)
       eb.create<TmaLoadOp>(ld.getLoc(), ld.getSrc(), ld.getOffsets(), ld.getDst(), bars, slot, ld.getDroppedAttr());
     eb.create<qlanv::YieldOp>(l);
-    b.create<BarrierWaitOp>(l, bars, slot, phase);
-    b.create<RingAdvanceOp>(l, ring);
+    auto wait = b.create<BarrierWaitOp>(l, bars, slot, phase);
+    auto advance = b.create<RingAdvanceOp>(l, ring);
+    // The wait moves down to the first op that touches one of the tiles (or
+    // the block's end), so that the copies overlap the work in between.
+    llvm::SmallPtrSet<Value, 8> tiles;
+    for (LoadOp ld : loads) tiles.insert(ld.getDst());
     for (LoadOp ld : loads) ld->erase();
+    auto touches = [&](Operation *op) {
+      return op->walk([&](Operation *o) {
+               for (Value v : o->getOperands())
+                 if (tiles.contains(v)) return WalkResult::interrupt();
+               return WalkResult::advance();
+             }).wasInterrupted();
+    };
+    Operation *at = advance->getNextNode();
+    while (at && !at->hasTrait<OpTrait::IsTerminator>() && !touches(at)) at = at->getNextNode();
+    if (at && at != advance->getNextNode()) {
+      wait->moveBefore(at);
+      advance->moveBefore(at);
+    }
   }
 };
 

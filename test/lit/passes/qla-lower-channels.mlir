@@ -179,9 +179,11 @@ func.func @two_channels(%A: !qla.global<f16, 2>, %B: !qla.global<bf16, 2>, %W: !
 // CHECK-NEXT: qlanv.barrier_arrive_expect_tx %[[BARS]][%[[S]]], 8192 : <1>
 // CHECK-NEXT: qlanv.tma_load %{{.*}}[%{{.*}}, %{{.*}}] -> %[[T]], %[[BARS]][%[[S]]] : <bf16, 2> -> <64x64xbf16, swizzle 128>, <1>
 // CHECK-NEXT: }
+// The wait sinks to the first op that touches the tile (here: the end of the
+// block), so that the global→fragment load overlaps the copy.
+// CHECK-NEXT: qla.load %{{.*}} -> %[[F]] : <bf16, 2> -> !qla.frag<64x64xf32, acc x1>
 // CHECK-NEXT: qlanv.barrier_wait %[[BARS]][%[[S]]], %[[P]] : <1>
 // CHECK-NEXT: qlanv.ring_advance %[[RING]] : <1>
-// CHECK-NEXT: qla.load %{{.*}} -> %[[F]] : <bf16, 2> -> !qla.frag<64x64xf32, acc x1>
 // CHECK-NEXT: return
 func.func @one_shot(%A: !qla.global<bf16, 2>, %i: index) attributes {qla.threads = 128 : i64} {
   %a = qla.alloc_shared : !qla.smem<64x64xbf16, swizzle 128>
@@ -273,7 +275,6 @@ func.func @nothing(%A: !qla.global<bf16, 2>, %i: index) {
 // CHECK-NEXT: qlanv.barrier_arrive_expect_tx %[[G2:.*]][%[[S2]]], 8192 : <1>
 // CHECK-NEXT: qlanv.tma_load %{{.*}} -> %[[C]], %[[G2]][%[[S2]]]
 // CHECK-NEXT: }
-// CHECK-NEXT: qlanv.barrier_wait %[[G2]][%[[S2]]], %[[P2]] : <1>
 // A load in a loop body: its own group, re-armed every iteration.
 // CHECK: scf.for
 // CHECK-NEXT: qlanv.block_sync
@@ -283,6 +284,10 @@ func.func @nothing(%A: !qla.global<bf16, 2>, %i: index) {
 // CHECK: qlanv.barrier_wait %[[G3]][%[[S3]]]
 // CHECK-NEXT: qlanv.ring_advance %[[R3]] : <1>
 // CHECK-NEXT: }
+// Nothing after the load into C touches C: its wait sinks to the block's end.
+// CHECK-NEXT: qlanv.barrier_wait %[[G2]][%[[S2]]], %[[P2]] : <1>
+// CHECK-NEXT: qlanv.ring_advance %[[R2]] : <1>
+// CHECK-NEXT: return
 func.func @grouped(%A: !qla.global<bf16, 2>, %W: !qla.global<f32, 2>, %i: index, %n: index) {
   %a = qla.alloc_shared : !qla.smem<64x64xbf16, swizzle 128>
   %b = qla.alloc_shared : !qla.smem<64x32xf32, swizzle 128>
@@ -308,9 +313,9 @@ func.func @grouped(%A: !qla.global<bf16, 2>, %W: !qla.global<f32, 2>, %i: index,
 // tensor's edge. It also ends the group of one-shot loads before it.
 // CHECK-LABEL: func.func @bounded
 // CHECK: qlanv.tma_load
-// CHECK: qlanv.barrier_wait
 // CHECK: qla.load %{{.*}} until{{ ?}}[%{{.*}}] {limitDims = array<i64: 0>} : <bf16, 2> -> !qla.smem<64x64xbf16, swizzle 128>
 // CHECK-NOT: qlanv.tma_load
+// CHECK: qlanv.barrier_wait
 // CHECK: return
 func.func @bounded(%A: !qla.global<bf16, 2>, %i: index, %eos: index) {
   %a = qla.alloc_shared : !qla.smem<64x64xbf16, swizzle 128>
