@@ -212,7 +212,7 @@ LogicalResult Emitter::emitFragGlobal(Value frag, Value g, ValueRange offsets, A
   const int64_t rank = cast<GlobalType>(g.getType()).getRank();
   const bool lastIsCol = !llvm::is_contained(dropped, rank - 1);
   const int64_t eb = elementBytes(gt);
-  const bool pairs = getenv("QLA_NOPAIRS") == nullptr && ft.getLayout() == FragType::Acc && ft.getShape().size() == 2 && lastIsCol &&
+  const bool pairs = ft.getLayout() == FragType::Acc && ft.getShape().size() == 2 && lastIsCol &&
                      (gt.isBF16() || gt.isF16() || gt.isF32()) && ft.getRegsPerThread() % 2 == 0;
   line("{");
   ++indent_;
@@ -328,7 +328,10 @@ LogicalResult Emitter::emitCopy(CopyOp op) {
   closeLoop();
   // A proxy fence right after (qla-insert-fences) is followed by its own
   // barrier; a barrier here as well would only add a wait.
-  if (!isa_and_nonnull<FenceProxyAsyncOp>(op->getNextNode())) line(groupSync());
+  Operation *next = op->getNextNode();
+  bool fencedAndSynced = isa_and_nonnull<FenceProxyAsyncOp>(next) && next->getNextNode() &&
+                         isa<BlockSyncOp, NamedBarrierOp>(next->getNextNode());
+  if (!fencedAndSynced) line(groupSync());
   return success();
 }
 

@@ -39,3 +39,10 @@ config.substitutions.append(("%src_root", config.qla_src_root))
 config.substitutions.append((word("FileCheck"), tool(os.path.join(config.llvm_tools_dir, "FileCheck"))))
 config.substitutions.append((word("not"), tool(os.path.join(config.llvm_tools_dir, "not"))))
 config.substitutions.append((word("count"), tool(os.path.join(config.llvm_tools_dir, "count"))))
+
+# The host C++ compiler (CMAKE_CXX_COMPILER), for tests that run emitted
+# device code on the CPU with stand-ins for the CUDA built-ins.
+host_cxx = getattr(config, "host_cxx", "")
+if host_cxx and os.path.exists(host_cxx):
+    config.available_features.add("host-cxx")
+    config.substitutions.append(("%host_cxx", host_cxx))

@@ -1,0 +1,58 @@
+
+// Runs qla_kernel(L, X, strides..., R) on the CPU with THREADS threads and
+// compares X with (I + strictly_lower(L))^-1 from a double-precision forward
+// substitution. L's diagonal and upper triangle hold 7.0, which the inverse
+// must ignore. Usage: sim N THREADS AMPLITUDE (entries below the diagonal
+// are uniform in [-AMPLITUDE, AMPLITUDE]).
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <thread>
+#include <vector>
+
+int main(int argc, char **argv) {
+  if (argc != 4) {
+    std::fprintf(stderr, "usage: %s N THREADS AMPLITUDE\n", argv[0]);
+    return 2;
+  }
+  const int n = std::atoi(argv[1]), nthreads = std::atoi(argv[2]);
+  const float amp = float(std::atof(argv[3]));
+  std::mt19937 rng(1234);
+  std::uniform_real_distribution<float> u(-amp, amp);
+  std::vector<float> L(n * n), X(n * n, -99.0f);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) L[i * n + j] = i > j ? u(rng) : 7.0f;
+
+  std::vector<double> R(n * n, 0.0);
+  for (int c = 0; c < n; ++c) {
+    R[c * n + c] = 1.0;
+    for (int r = c + 1; r < n; ++r) {
+      double s = 0.0;
+      for (int k = c; k < r; ++k) s += double(L[r * n + k]) * R[k * n + c];
+      R[r * n + c] = -s;
+    }
+  }
+
+  simBarrier.threads = unsigned(nthreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < nthreads; ++t)
+    threads.emplace_back([&, t] {
+      threadIdx.x = unsigned(t);
+      qla_kernel(L.data(), X.data(), n, 1, n, 1, n);
+    });
+  for (auto &t : threads) t.join();
+
+  double maxErr = 0.0, maxRef = 0.0;
+  int badUnitOrZero = 0;  // diagonal != 1 or upper triangle != 0
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      maxErr = std::fmax(maxErr, std::fabs(double(X[i * n + j]) - R[i * n + j]));
+      maxRef = std::fmax(maxRef, std::fabs(R[i * n + j]));
+      if ((j == i && X[i * n + j] != 1.0f) || (j > i && X[i * n + j] != 0.0f)) ++badUnitOrZero;
+    }
+  const bool ok = maxErr <= 1e-5 * std::fmax(1.0, maxRef) && badUnitOrZero == 0;
+  std::printf("n=%d threads=%d max|ref|=%.3g max|err|=%.3g bad_unit_or_zero=%d %s\n", n, nthreads, maxRef, maxErr,
+              badUnitOrZero, ok ? "OK" : "MISMATCH");
+  return ok ? 0 : 1;
+}
