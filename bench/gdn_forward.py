@@ -359,6 +359,43 @@ def run_gpu(rows, args):
         print(f"warm-up of {len(rows)} rows done in {time.time() - t_all:.0f} s")
         return 0
 
+    def report(final):
+        """Builds the result record; writes .json/.md (after every row, so
+        that a run cut short keeps what it measured); prints the table at the end."""
+        measured = [x for x in out_rows if x["ratio"]]
+        res = dict(
+            meta=dict(date=time.strftime("%Y-%m-%d"), gpu=gpu, torch=torch.__version__, triton=triton_version,
+                      command="python3 " + " ".join(sys.argv), anchors=os.path.abspath(args.anchors),
+                      anchors_header=read_anchor_header(args.anchors), **info,
+                      timing=(f"CUDA-graph replay: 3 warm-up calls, {args.calls} calls per graph, median of "
+                              f"{args.replays} replays (per-row 'ours_timing'/'fla_timing' say if eager was used)"),
+                      inputs=dict(K=K_DIM, V=V_DIM, qkv="bf16", g="logsigmoid(randn) f32",
+                                  beta=f"sigmoid(randn) {args.beta_dtype}", qk="F.normalize(randn), outside timing",
+                                  scale="K^-0.5", output_final_state=True, h0=bool(args.h0),
+                                  varlen="multi-sequence rows packed, B = 1, int64 cu_seqlens; 1xT rows B = 1 plain",
+                                  seed=args.seed)),
+            rows=out_rows,
+            geomean=dict(rows=len(measured),
+                         fla_over_ours=geomean([x["ratio"] for x in measured]),
+                         min_fla_over_ours=min((x["ratio"] for x in measured), default=float("nan")),
+                         flashqla_vs_fla_published=geomean([x["published"]["flashqla_vs_fla"] for x in measured]),
+                         flashinfer_vs_fla_published=geomean([x["published"]["flashinfer_vs_fla"] for x in measured]),
+                         rows_ahead_of_both=sum(1 for x in measured if x["ahead_of_both"])))
+        md = write_markdown(res, args.check and ours is not None and fla is not None)
+        if final:
+            print()
+            print(md)
+        if not args.no_write:
+            os.makedirs(args.out_dir, exist_ok=True)
+            partial = len(out_rows) != args.total_rows or args.no_ours or args.no_fla
+            base = os.path.join(args.out_dir, f"gdn_forward_{res['meta']['date']}{'_partial' if partial else ''}")
+            with open(base + ".json", "w") as f:
+                json.dump(json_safe(res), f, indent=1)
+            with open(base + ".md", "w") as f:
+                f.write(md)
+            if final:
+                print(f"wrote {base}.json and {base}.md")
+
     out_rows = []
     for i, r in enumerate(rows):
         inp = make_inputs(torch, F, r, args, args.seed + i)
@@ -418,38 +455,9 @@ def run_gpu(rows, args):
               f"(pub. FlashQLA {r['flashqla_vs_fla']:.2f}, FlashInfer {r['flashinfer_vs_fla']:.2f})"
               f"{chk}{'  ' + '; '.join(rec['errors'] + rec['notes']) if rec['errors'] or rec['notes'] else ''}",
               flush=True)
+        report(final=False)
 
-    measured = [x for x in out_rows if x["ratio"]]
-    res = dict(
-        meta=dict(date=time.strftime("%Y-%m-%d"), gpu=gpu, torch=torch.__version__, triton=triton_version,
-                  command="python3 " + " ".join(sys.argv), anchors=os.path.abspath(args.anchors),
-                  anchors_header=read_anchor_header(args.anchors), **info,
-                  timing=(f"CUDA-graph replay: 3 warm-up calls, {args.calls} calls per graph, median of "
-                          f"{args.replays} replays (per-row 'ours_timing'/'fla_timing' say if eager was used)"),
-                  inputs=dict(K=K_DIM, V=V_DIM, qkv="bf16", g="logsigmoid(randn) f32",
-                              beta=f"sigmoid(randn) {args.beta_dtype}", qk="F.normalize(randn), outside timing",
-                              scale="K^-0.5", output_final_state=True, h0=bool(args.h0),
-                              varlen="multi-sequence rows packed, B = 1, int64 cu_seqlens; 1xT rows B = 1 plain",
-                              seed=args.seed)),
-        rows=out_rows,
-        geomean=dict(rows=len(measured),
-                     fla_over_ours=geomean([x["ratio"] for x in measured]),
-                     min_fla_over_ours=min((x["ratio"] for x in measured), default=float("nan")),
-                     flashqla_vs_fla_published=geomean([x["published"]["flashqla_vs_fla"] for x in measured]),
-                     flashinfer_vs_fla_published=geomean([x["published"]["flashinfer_vs_fla"] for x in measured]),
-                     rows_ahead_of_both=sum(1 for x in measured if x["ahead_of_both"])))
-    md = write_markdown(res, args.check and ours is not None and fla is not None)
-    print()
-    print(md)
-    if not args.no_write:
-        os.makedirs(args.out_dir, exist_ok=True)
-        partial = len(rows) != args.total_rows or args.no_ours or args.no_fla
-        base = os.path.join(args.out_dir, f"gdn_forward_{res['meta']['date']}{'_partial' if partial else ''}")
-        with open(base + ".json", "w") as f:
-            json.dump(json_safe(res), f, indent=1)
-        with open(base + ".md", "w") as f:
-            f.write(md)
-        print(f"wrote {base}.json and {base}.md")
+    report(final=True)
     return 1 if any(x["errors"] for x in out_rows) else 0
 
 

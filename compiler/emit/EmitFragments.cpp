@@ -308,24 +308,59 @@ LogicalResult Emitter::emitStore(StoreOp op) {
   return success();
 }
 
+// Fragment <-> shared copies. Accumulator-layout registers r, r + 1 (r even)
+// are columns c, c + 1 of one row, and c is even: in every tile layout
+// (swizzles permute 16-byte chunks) the two elements are neighbours in memory
+// and the pair is 4-byte (16-bit) or 8-byte (f32) aligned, so it moves as
+// one access.
 LogicalResult Emitter::emitCopy(CopyOp op) {
-  if (auto frag = dyn_cast<FragType>(op.getDst().getType())) {
-    auto src = cast<SharedType>(op.getSrc().getType());
-    RegLoop l = openRegLoop(frag);
-    std::string row = src.getShape().size() == 2 ? l.idx[0] : "0", col = l.idx.back();
-    fragStore(op.getDst(), l.reg, loadAsFloat(src.getElementType(), name(op.getSrc()) + "[" + smemIndex(src, row, col) + "]"));
-    closeLoop();
-    return success();
-  }
-  auto frag = cast<FragType>(op.getSrc().getType());
-  auto dst = cast<SharedType>(op.getDst().getType());
-  // Other threads may still read the tile; then everyone must see the writes.
-  line(groupSync());
+  auto frag = dyn_cast<FragType>(op.getDst().getType());
+  bool toFrag = frag != nullptr;
+  if (!toFrag) frag = cast<FragType>(op.getSrc().getType());
+  auto tile = cast<SharedType>(toFrag ? op.getSrc().getType() : op.getDst().getType());
+  Value fv = toFrag ? op.getDst() : op.getSrc();
+  Type te = tile.getElementType(), fe = frag.getElementType();
+  const bool pairs = frag.getLayout() == FragType::Acc && frag.getShape().size() == 2 && tile.getShape().size() == 2 &&
+                     (is16(te) || te.isF32()) && frag.getRegsPerThread() % 2 == 0;
+  std::string tn = name(toFrag ? op.getSrc() : op.getDst());
+  if (!toFrag) line(groupSync());  // other threads may still read the tile
   RegLoop l = openRegLoop(frag);
-  std::string row = dst.getShape().size() == 2 ? l.idx[0] : "0", col = l.idx.back();
-  line(name(op.getDst()) + "[" + smemIndex(dst, row, col) + "] = " +
-       storeFromFloat(dst.getElementType(), fragElem(op.getSrc(), l.reg)) + ";");
+  std::string row = tile.getShape().size() == 2 ? l.idx[0] : "0", col = l.idx.back();
+  std::string at = tn + "[" + smemIndex(tile, row, col) + "]";
+  if (!pairs) {
+    if (toFrag) fragStore(fv, l.reg, loadAsFloat(te, at));
+    else line(at + " = " + storeFromFloat(te, fragElem(fv, l.reg)) + ";");
+  } else {
+    std::string r1 = "(" + l.reg + " + 1)";
+    line("if (" + l.reg + " % 2 == 0) {");
+    ++indent_;
+    std::string vt = te.isF32() ? "float2" : "qla::dev::u32";
+    std::string ref = "*reinterpret_cast<" + std::string(toFrag ? "const " : "") + vt + "*>(&" + at + ")";
+    const bool same16 = is16(te) && fe == te;  // packed registers move as they are
+    if (toFrag) {
+      if (same16) {
+        line(name(fv) + "[" + l.reg + " / 2] = " + ref + ";");
+      } else {
+        line("const " + vt + " w_ = " + ref + ";");
+        if (te.isF32()) {
+          fragStore(fv, l.reg, "w_.x");
+          fragStore(fv, r1, "w_.y");
+        } else {
+          fragStore(fv, l.reg, "qla::dev::unpack_" + pfx(te) + "x2_lo(w_)");
+          fragStore(fv, r1, "qla::dev::unpack_" + pfx(te) + "x2_hi(w_)");
+        }
+      }
+    } else {
+      std::string v0 = fragElem(fv, l.reg), v1 = fragElem(fv, r1);
+      if (same16) line(ref + " = " + name(fv) + "[" + l.reg + " / 2];");
+      else if (te.isF32()) line(ref + " = make_float2(" + v0 + ", " + v1 + ");");
+      else line(ref + " = qla::dev::pack_" + pfx(te) + "x2(" + v0 + ", " + v1 + ");");
+    }
+    --indent_;
+    line("}");
+  }
   closeLoop();
+  if (toFrag) return success();
   // A proxy fence right after (qla-insert-fences) is followed by its own
   // barrier; a barrier here as well would only add a wait.
   Operation *next = op->getNextNode();
@@ -450,38 +485,45 @@ LogicalResult Emitter::emitWgmma(WgmmaOp op) {
   int64_t elt = elementBytes(et);
   auto bs = b.getShape();
   int64_t K = tb ? bs[1] : bs[0];
+
+  // Shared operands: one descriptor per operand at its origin (the
+  // warpgroup's rows for A), then per (m-tile, k-step) a constant byte
+  // advance. K-major tiles: element (row, k) lies in column block k/E, row
+  // `row`, byte (k%E)*elt of the row. MN-major tiles ([K rows][MN cols]):
+  // MN start `row` (a multiple of E) in block row/E, row k.
   auto swzCode = [](unsigned s) { return s == 128 ? 1 : s == 64 ? 2 : 3; };
   std::string cn = name(op.getC()), bn = name(op.getB());
-
-  // Descriptor of a shared operand at logical (row, k) for K-major tiles or
-  // (k, row) for MN-major ones; tiles are column blocks of S bytes.
-  auto desc = [&](const std::string &tile, SharedType t, bool mnMajor, const std::string &rowExpr,
-                  int64_t k) -> std::string {
+  auto baseDesc = [&](const std::string &tile, SharedType t, bool mnMajor, bool isA) {
     unsigned S = t.getSwizzle();
-    int64_t E = S / elt;
-    int64_t rows = t.getShape()[0];
-    if (!mnMajor) {
-      // element (row, k): block k/E, row `row`, byte (k%E)*elt in the row.
-      std::string off = "(" + str((k / E) * rows * S + (k % E) * elt) + " + (" + rowExpr + ") * " + str(S) + ") / " + str(elt);
-      return "qla::dev::make_wgmma_desc(" + tile + " + " + off + ", 16, " + str(8 * S) + ", " + str(swzCode(S)) + ")";
-    }
-    // MN-major: tile is [K rows][MN cols]; `row` is the MN start (multiple of E).
-    std::string off = "((" + rowExpr + ") / " + str(E) + " * " + str(rows * S) + " + " + str(k * S) + ") / " + str(elt);
-    return "qla::dev::make_wgmma_desc(" + tile + " + " + off + ", " + str(rows * S) + ", " + str(8 * S) + ", " +
-           str(swzCode(S)) + ")";
+    int64_t E = S / elt, rows = t.getShape()[0];
+    std::string rt = "0";  // runtime byte offset: this warpgroup's rows of A
+    if (isA) rt = mnMajor ? "(qla_wgl * " + str(mw / E) + ") * " + str(rows * S) : "qla_wgl * " + str(mw * S);
+    std::string lbo = mnMajor ? str(rows * S) : "16";
+    return declareStr("qla::dev::u64",
+                      "qla::dev::make_wgmma_desc(" + tile + " + (" + rt + ") / " + str(elt) + ", " + lbo + ", " +
+                          str(8 * S) + ", " + str(swzCode(S)) + ")",
+                      "desc");
+  };
+  auto advance = [&](const std::string &base, SharedType t, bool mnMajor, int64_t row, int64_t k) {
+    unsigned S = t.getSwizzle();
+    int64_t E = S / elt, rows = t.getShape()[0];
+    int64_t bytes = mnMajor ? (row / E) * rows * S + k * S : (k / E) * rows * S + (k % E) * elt + row * S;
+    return bytes == 0 ? base : "qla::dev::wgmma_desc_advance(" + base + ", " + str(bytes) + ")";
   };
 
   std::string kind = et.isBF16() ? "bf16" : "f16";
   line("{  // wgmma: C[" + str(M) + " x " + str(N) + "] over " + str(w) + " warpgroup(s), K = " + str(K));
   ++indent_;
+  auto sa = dyn_cast<SharedType>(op.getA().getType());
+  std::string dbase = baseDesc(bn, b, !tb, false);
+  std::string abase = sa ? baseDesc(name(op.getA()), sa, ta, true) : "";
   for (int64_t m = 0; m < mt; ++m) {
-    std::string row0 = "qla_wgl * " + str(mw) + " + " + str(m * 64);
     std::string acc = "*reinterpret_cast<float(*)[" + str(N / 2) + "]>(&" + cn + "[" + str(m * (N / 2)) + "])";
     for (int64_t k = 0; k < K; k += 16) {
       std::string scale = (!op.getAccumulate() && k == 0) ? "0" : "1";
-      std::string db = desc(bn, b, !tb, "0", k);
-      if (auto sa = dyn_cast<SharedType>(op.getA().getType())) {
-        std::string da = desc(name(op.getA()), sa, ta, row0, k);  // A in shared memory
+      std::string db = advance(dbase, b, !tb, 0, k);
+      if (sa) {
+        std::string da = advance(abase, sa, ta, m * 64, k);  // A in shared memory
         line("qla::dev::wgmma_ss_" + kind + "<" + str(N) + ", " + (ta ? "1" : "0") + ", " + (tb ? "0" : "1") + ">(" + acc +
              ", " + da + ", " + db + ", " + scale + ");");
       } else {
@@ -660,59 +702,70 @@ LogicalResult Emitter::emitInvUnitLower(InvUnitLowerOp op) {
     closeLoop();
   }
   line(groupSync());
-  // 1. Diagonal blocks.
+  // 1. Diagonal blocks: the thread's column lives in registers (x_[r] is
+  // X[b0 + r][col]); loops are unrolled, indices compile-time constants.
   line("{");
   ++indent_;
   line("const int col_ = " + tid + " < " + str(n) + " ? " + tid + " : " + str(n - 1) + ";");
   line("const int b0_ = (col_ / " + BS + ") * " + BS + ", c_ = col_ - b0_;");
-  line("for (int r_ = 1; r_ < " + BS + "; ++r_) {");
+  line("float x_[" + BS + "];");
+  line("#pragma unroll");
+  line("for (int r_ = 0; r_ < " + BS + "; ++r_) {");
   ++indent_;
   line("const float* const lrow_ = " + L + " + (b0_ + r_) * " + LD + " + b0_;");
-  line("const float* const xcol_ = " + X + " + b0_ * " + LD + " + col_;");
   line("float a0 = 0.0f, a1 = 0.0f;");
-  line("int k_ = 0;");
-  line("for (; k_ + 1 < r_; k_ += 2) { a0 += lrow_[k_] * xcol_[k_ * " + LD + "]; a1 += lrow_[k_ + 1] * xcol_[(k_ + 1) * " +
-       LD + "]; }");
-  line("if (k_ < r_) a0 += lrow_[k_] * xcol_[k_ * " + LD + "];");
-  line("if (" + tid + " < " + str(n) + " && c_ < r_) " + X + "[(b0_ + r_) * " + LD + " + col_] = -(a0 + a1);");
+  line("#pragma unroll");
+  line("for (int k_ = 0; k_ + 1 < r_; k_ += 2) { a0 += lrow_[k_] * x_[k_]; a1 += lrow_[k_ + 1] * x_[k_ + 1]; }");
+  line("if (r_ % 2 == 1) a0 += lrow_[r_ - 1] * x_[r_ - 1];");
+  line("x_[r_] = r_ < c_ ? 0.0f : r_ == c_ ? 1.0f : -(a0 + a1);");
   --indent_;
+  line("}");
+  line("if (" + tid + " < " + str(n) + ") {");
+  line("  #pragma unroll");
+  line("  for (int r_ = 0; r_ < " + BS + "; ++r_) " + X + "[(b0_ + r_) * " + LD + " + col_] = x_[r_];");
   line("}");
   --indent_;
   line("}");
   line(groupSync());
-  // 2. Off-diagonal blocks, by distance from the diagonal.
-  if (nb > 1) {
-    line("#pragma unroll 1");
-    line("for (int d_ = 1; d_ < " + NB + "; ++d_) {");
+  // 2. Off-diagonal blocks, by distance d from the diagonal (unrolled here:
+  // every trip count is a constant).
+  for (int64_t d = 1; d < nb; ++d) {
+    const int64_t cnt = (nb - d) * bs * bs, iters = (cnt + nthreads - 1) / nthreads;
+    const bool ragged = cnt % nthreads != 0;
+    auto item = [&](const std::vector<std::string> &body) {
+      line("#pragma unroll");
+      line("for (int q_ = 0; q_ < " + str(iters) + "; ++q_) {");
+      ++indent_;
+      line("const int e_ = " + tid + " + q_ * " + NT + ";");
+      if (ragged) line("if (e_ < " + str(cnt) + ") {");
+      line("const int j_ = e_ / " + str(bs * bs) + ", i_ = j_ + " + str(d) + ", r_ = (e_ / " + BS + ") % " + BS +
+           ", c_ = e_ % " + BS + ";");
+      for (const std::string &b : body) line(b);
+      if (ragged) line("}");
+      --indent_;
+      line("}");
+    };
+    line("{  // distance " + str(d) + ": T_ij = sum_k L_ik X_kj");
     ++indent_;
-    line("const int cnt_ = (" + NB + " - d_) * " + str(bs * bs) + ";");
-    line("for (int e_ = " + tid + "; e_ < cnt_; e_ += " + NT + ") {");
-    ++indent_;
-    line("const int j_ = e_ / " + str(bs * bs) + ", i_ = j_ + d_, r_ = (e_ / " + BS + ") % " + BS + ", c_ = e_ % " + BS + ";");
-    line("const float* const lrow_ = " + L + " + (i_ * " + BS + " + r_) * " + LD + " + j_ * " + BS + ";");
-    line("const float* const xcol_ = " + X + " + (j_ * " + BS + ") * " + LD + " + j_ * " + BS + " + c_;");
-    line("float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;");
-    line("for (int k_ = 0; k_ < d_ * " + BS + "; k_ += 4) {");
-    line("  a0 += lrow_[k_] * xcol_[k_ * " + LD + "];");
-    line("  a1 += lrow_[k_ + 1] * xcol_[(k_ + 1) * " + LD + "];");
-    line("  a2 += lrow_[k_ + 2] * xcol_[(k_ + 2) * " + LD + "];");
-    line("  a3 += lrow_[k_ + 3] * xcol_[(k_ + 3) * " + LD + "];");
-    line("}");
-    line(L + "[(j_ * " + BS + " + r_) * " + LD + " + i_ * " + BS + " + c_] = (a0 + a1) + (a2 + a3);  // T_ij in block (j, i)");
-    --indent_;
-    line("}");
+    item({"const float* const lrow_ = " + L + " + (i_ * " + BS + " + r_) * " + LD + " + j_ * " + BS + ";",
+          "const float* const xcol_ = " + X + " + (j_ * " + BS + ") * " + LD + " + j_ * " + BS + " + c_;",
+          "float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;",
+          "#pragma unroll",
+          "for (int k_ = 0; k_ < " + str(d * bs) + "; k_ += 4) {",
+          "  a0 += lrow_[k_] * xcol_[k_ * " + LD + "];",
+          "  a1 += lrow_[k_ + 1] * xcol_[(k_ + 1) * " + LD + "];",
+          "  a2 += lrow_[k_ + 2] * xcol_[(k_ + 2) * " + LD + "];",
+          "  a3 += lrow_[k_ + 3] * xcol_[(k_ + 3) * " + LD + "];",
+          "}",
+          L + "[(j_ * " + BS + " + r_) * " + LD + " + i_ * " + BS + " + c_] = (a0 + a1) + (a2 + a3);  // T_ij in block (j, i)"});
     line(groupSync());
-    line("for (int e_ = " + tid + "; e_ < cnt_; e_ += " + NT + ") {");
-    ++indent_;
-    line("const int j_ = e_ / " + str(bs * bs) + ", i_ = j_ + d_, r_ = (e_ / " + BS + ") % " + BS + ", c_ = e_ % " + BS + ";");
-    line("const float* const xrow_ = " + X + " + (i_ * " + BS + " + r_) * " + LD + " + i_ * " + BS + ";");
-    line("const float* const tcol_ = " + L + " + (j_ * " + BS + ") * " + LD + " + i_ * " + BS + " + c_;");
-    line("float a0 = 0.0f, a1 = 0.0f;");
-    line("#pragma unroll");
-    line("for (int m_ = 0; m_ < " + BS + "; m_ += 2) { a0 += xrow_[m_] * tcol_[m_ * " + LD + "]; a1 += xrow_[m_ + 1] * tcol_[(m_ + 1) * " + LD + "]; }");
-    line(X + "[(i_ * " + BS + " + r_) * " + LD + " + j_ * " + BS + " + c_] = -(a0 + a1);");
-    --indent_;
-    line("}");
+    line("// X_ij = -X_ii T_ij");
+    item({"const float* const xrow_ = " + X + " + (i_ * " + BS + " + r_) * " + LD + " + i_ * " + BS + ";",
+          "const float* const tcol_ = " + L + " + (j_ * " + BS + ") * " + LD + " + i_ * " + BS + " + c_;",
+          "float a0 = 0.0f, a1 = 0.0f;",
+          "#pragma unroll",
+          "for (int m_ = 0; m_ < " + BS + "; m_ += 2) { a0 += xrow_[m_] * tcol_[m_ * " + LD + "]; a1 += xrow_[m_ + 1] * tcol_[(m_ + 1) * " + LD + "]; }",
+          X + "[(i_ * " + BS + " + r_) * " + LD + " + j_ * " + BS + " + c_] = -(a0 + a1);"});
     line(groupSync());
     --indent_;
     line("}");

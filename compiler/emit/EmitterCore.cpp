@@ -570,7 +570,10 @@ LogicalResult Emitter::emitKernel() {
 
   int64_t smem = 0;
   if (auto s = fn_->getAttrOfType<IntegerAttr>("qla.smem_bytes")) smem = s.getInt();
-  info_.dynamicSmemBytes = smem ? (int)(smem + 1024) : 0;  // + slack to align the arena to 1024
+  // The arena is declared __align__(1024) and the kernel has no static
+  // shared memory, so it starts 1024-aligned; the kernel checks (traps) rather
+  // than asking for 1 KB of slack, which would cost a second block per SM.
+  info_.dynamicSmemBytes = (int)smem;
 
   std::string sig;
   for (size_t i = 0; i < decls.size(); ++i) sig += "    " + decls[i] + (i + 1 < decls.size() ? ",\n" : "");
@@ -594,7 +597,8 @@ LogicalResult Emitter::emitKernel() {
   s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(threads) + ", 1) " + info_.name + "(\n";
   s += sig + ") {\n";
   s += "  extern __shared__ __align__(1024) unsigned char qla_smem_raw[];\n";
-  s += "  unsigned char* const qla_smem = qla_smem_raw + ((1024u - (qla::dev::smem_u32(qla_smem_raw) & 1023u)) & 1023u);\n";
+  s += "  unsigned char* const qla_smem = qla_smem_raw;\n";
+  s += "  if (qla::dev::smem_u32(qla_smem_raw) & 1023u) __trap();  // the arena must start 1024-aligned\n";
   s += "  const int qla_wg = qla::dev::warpgroup_index();\n";
   s += "  const int qla_warp = qla::dev::warp_index_in_warpgroup();\n";
   s += "  const int qla_lane = qla::dev::lane_index();\n";

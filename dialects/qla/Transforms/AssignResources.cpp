@@ -1,6 +1,8 @@
 // Resource assignment: the shared-memory arena and register budgets.
 #include "dialects/qla/Transforms/Passes.h"
 
+#include <functional>
+
 namespace mlir::qla {
 #define GEN_PASS_DEF_QLAASSIGNRESOURCES
 #include "dialects/qla/Transforms/Passes.h.inc"
@@ -32,30 +34,112 @@ int64_t scratchBytes(Operation *op) {
 struct AssignResources : ::mlir::qla::impl::QlaAssignResourcesBase<AssignResources> {
   void runOnOperation() override {
     func::FuncOp fn = getOperation();
+    if (fn.isExternal()) return;
     Builder b(&getContext());
 
-    // The arena is laid out in program order. Swizzled tiles need 1024-byte
-    // alignment (the 8-row swizzle atom); mbarriers 8 bytes.
-    // TODO(liveness): tiles of disjoint scopes could share bytes; every
-    // allocation gets its own range for now.
+    // The arena: tiles and op scratch placed by
+    // liveness (first fit): two tiles share bytes when their live ranges are
+    // disjoint, then the barriers. Swizzled tiles need 1024-byte alignment (the 8-row swizzle
+    // atom), other tiles 128 (TMA destinations); mbarriers 8 bytes.
     int64_t offset = 0;
     bool failed = false;
+    const int64_t base0 = 0;
+
+    // Program positions: pre-order index, and the last index inside each op.
+    llvm::DenseMap<Operation *, int64_t> pos, last;
+    int64_t n = 0;
+    std::function<void(Operation *)> number = [&](Operation *op) {
+      pos[op] = n++;
+      for (Region &r : op->getRegions())
+        for (Block &blk : r)
+          for (Operation &o : blk) number(&o);
+      last[op] = n - 1;
+    };
+    for (Block &blk : fn.getBody())
+      for (Operation &o : blk) number(&o);
+    // Warp-specialized roles run concurrently although they are laid out one
+    // after another: no sharing in such kernels.
+    bool share = true;
+    fn.walk([&](WarpgroupsOp) { share = false; });
+
+    struct Item {
+      Operation *op;
+      int64_t begin, end, bytes, align;
+    };
+    SmallVector<Item> items;
     fn.walk([&](Operation *op) {
       if (auto a = dyn_cast<AllocSharedOp>(op)) {
+        Block *home = a->getBlock();
+        int64_t endPos = pos[a];
+        // Uses, through slot views; an async read (wgmma) lasts until the
+        // wait after it. A use nested in a loop keeps the tile for the loop.
+        bool pinned = false;  // shares with nothing
+        SmallVector<Value> work{a.getResult()};
+        while (!work.empty()) {
+          Value v = work.pop_back_val();
+          for (Operation *u : v.getUsers()) {
+            if (auto sl = dyn_cast<SlotOp>(u)) work.push_back(sl.getResult());
+            Operation *at = u;
+            if (isa<WgmmaOp>(u)) {
+              at = nullptr;  // no wait 0 after it in its block: keep the tile to the end
+              for (Operation *o = u->getNextNode(); o; o = o->getNextNode())
+                if (auto w = dyn_cast<WgmmaWaitOp>(o); w && w.getPending() == 0) {
+                  at = o;
+                  break;
+                }
+            }
+            if (isa<TmaLoadOp>(u)) pinned = true;  // see below
+            Operation *anc = at ? home->findAncestorOpInBlock(*at) : nullptr;
+            endPos = std::max(endPos, anc ? last[anc] : (int64_t)n);
+          }
+        }
+        // A TMA write is issued by one thread with no barrier in front of it
+        // and lands whenever its barrier says so: its destination shares with
+        // nothing (live from the start to the end).
+        int64_t beginPos = pinned ? 0 : pos[a];
+        if (pinned) endPos = n;
         auto t = a.getType();
-        offset = alignTo(offset, t.getSwizzle() ? 1024 : 16);
-        a.setOffsetAttr(b.getI64IntegerAttr(offset));
-        offset += t.getSizeInBytes() * a.getCount();
-      } else if (auto bars = dyn_cast<BarriersOp>(op)) {
-        offset = alignTo(offset, 8);
-        bars.setOffsetAttr(b.getI64IntegerAttr(offset));
-        offset += 8 * bars.getType().getCount();
+        items.push_back({op, beginPos, endPos, t.getSizeInBytes() * a.getCount(), t.getSwizzle() ? 1024 : 128});
       } else if (int64_t bytes = scratchBytes(op)) {
         // Staging space of ops that exchange fragment elements between threads.
-        offset = alignTo(offset, 16);
-        op->setAttr("qla.scratch_offset", b.getI64IntegerAttr(offset));
-        offset += bytes;
+        items.push_back({op, pos[op], last[op], bytes, 16});
       }
+    });
+    struct Placed {
+      int64_t off, size, begin, end;
+    };
+    SmallVector<Placed> placed;
+    // First fit, the most aligned items first (no alignment holes in front
+    // of 1024-byte tiles), program order among equals.
+    if (share) llvm::stable_sort(items, [](const Item &x, const Item &y) { return x.align > y.align; });
+    for (const Item &it : items) {
+      int64_t off = alignTo(base0, it.align);
+      if (share) {
+        // Lowest aligned offset clear of every placed item whose range meets this one.
+        bool moved = true;
+        while (moved) {
+          moved = false;
+          for (const Placed &p : placed) {
+            if (p.end < it.begin || it.end < p.begin) continue;
+            if (off < p.off + p.size && p.off < off + it.bytes) {
+              off = alignTo(p.off + p.size, it.align);
+              moved = true;
+            }
+          }
+        }
+      } else if (!placed.empty()) {
+        off = alignTo(std::max(off, placed.back().off + placed.back().size), it.align);
+      }
+      placed.push_back({off, it.bytes, it.begin, it.end});
+      offset = std::max(offset, off + it.bytes);
+      if (auto a = dyn_cast<AllocSharedOp>(it.op)) a.setOffsetAttr(b.getI64IntegerAttr(off));
+      else it.op->setAttr("qla.scratch_offset", b.getI64IntegerAttr(off));
+    }
+    // Barriers after the tiles (no alignment gap in front of the first tile).
+    fn.walk([&](BarriersOp bars) {
+      offset = alignTo(offset, 8);
+      bars.setOffsetAttr(b.getI64IntegerAttr(offset));
+      offset += 8 * bars.getType().getCount();
     });
     int64_t smem = alignTo(offset, 16);
     if (smem > kMaxSmemBytes) {

@@ -6,16 +6,18 @@
 
 // CHECK-LABEL: func.func @two_gemms
 // CHECK-SAME: qla.base_regs = 248 : i64
-// CHECK-SAME: qla.smem_bytes = 25600 : i64
-// The two consecutive loads share one one-slot barrier; tiles are
-// 1024-aligned after it.
-// CHECK-NEXT: %[[BAR:.*]] = qlanv.barriers {arrivals = 1 : i64, offset = 0 : i64} : <1>
+// 3 × 8192 = 24576 of tiles, + 8 (the barrier) = 24584 → 24592 (16-aligned).
+// CHECK-SAME: qla.smem_bytes = 24592 : i64
+// The two consecutive loads share one one-slot barrier; it goes after the
+// tiles. The three tiles are live together (%p is allocated before the first
+// wgmma's wait ends %a's lifetime), so none shares: 0, 8192, 16384.
+// CHECK-NEXT: %[[BAR:.*]] = qlanv.barriers {arrivals = 1 : i64, offset = 24576 : i64} : <1>
 // CHECK-NEXT: qlanv.barrier_init %[[BAR]]
 // CHECK-NEXT: %[[RING:.*]] = qlanv.ring "load" : <1>
 // CHECK-NEXT: qlanv.block_sync
-// CHECK-NEXT: %[[A:.*]] = qla.alloc_shared {offset = 1024 : i64} : <64x64xbf16, swizzle 128>
-// CHECK-NEXT: %[[B:.*]] = qla.alloc_shared {offset = 9216 : i64} : <64x64xbf16, swizzle 128>
-// CHECK-NEXT: %[[P:.*]] = qla.alloc_shared {offset = 17408 : i64} : <64x64xbf16, swizzle 128>
+// CHECK-NEXT: %[[A:.*]] = qla.alloc_shared {offset = 0 : i64} : <64x64xbf16, swizzle 128>
+// CHECK-NEXT: %[[B:.*]] = qla.alloc_shared {offset = 8192 : i64} : <64x64xbf16, swizzle 128>
+// CHECK-NEXT: %[[P:.*]] = qla.alloc_shared {offset = 16384 : i64} : <64x64xbf16, swizzle 128>
 // CHECK-NEXT: %[[S:.*]] = qla.alloc_frag : <64x64xf32, acc x1>
 // CHECK-NEXT: %[[O:.*]] = qla.alloc_frag : <64x64xf32, acc x1>
 // CHECK-NEXT: qlanv.block_sync

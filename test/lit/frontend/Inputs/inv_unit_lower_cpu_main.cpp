@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <thread>
 #include <vector>
@@ -34,6 +35,7 @@ int main(int argc, char **argv) {
     }
   }
 
+  std::memset(qla_smem_raw + QLA_SMEM_BYTES, 0xA5, kSimSmemGuard);
   simBarrier.threads = unsigned(nthreads);
   std::vector<std::thread> threads;
   for (int t = 0; t < nthreads; ++t)
@@ -51,8 +53,10 @@ int main(int argc, char **argv) {
       maxRef = std::fmax(maxRef, std::fabs(R[i * n + j]));
       if ((j == i && X[i * n + j] != 1.0f) || (j > i && X[i * n + j] != 0.0f)) ++badUnitOrZero;
     }
-  const bool ok = maxErr <= 1e-5 * std::fmax(1.0, maxRef) && badUnitOrZero == 0;
-  std::printf("n=%d threads=%d max|ref|=%.3g max|err|=%.3g bad_unit_or_zero=%d %s\n", n, nthreads, maxRef, maxErr,
-              badUnitOrZero, ok ? "OK" : "MISMATCH");
+  int guardWrites = 0;  // bytes written past the arena
+  for (unsigned i = 0; i < kSimSmemGuard; ++i) guardWrites += qla_smem_raw[QLA_SMEM_BYTES + i] != 0xA5;
+  const bool ok = maxErr <= 1e-5 * std::fmax(1.0, maxRef) && badUnitOrZero == 0 && guardWrites == 0;
+  std::printf("n=%d threads=%d max|ref|=%.3g max|err|=%.3g bad_unit_or_zero=%d smem=%d past_arena_writes=%d %s\n", n,
+              nthreads, maxRef, maxErr, badUnitOrZero, int(QLA_SMEM_BYTES), guardWrites, ok ? "OK" : "MISMATCH");
   return ok ? 0 : 1;
 }

@@ -7,6 +7,8 @@
 // -fno-strict-aliasing (float2 accesses through reinterpret_cast).
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <mutex>
 
 #define __global__
@@ -45,11 +47,32 @@ struct alignas(8) float2 {
 };
 inline float2 make_float2(float x, float y) { return float2{x, y}; }
 
-// The kernel's dynamic shared memory (it aligns the start to 1024 itself).
-alignas(1024) unsigned char qla_smem_raw[(1 << 18) + 1024];
+// The kernel's dynamic shared memory. QLA_SMEM_BYTES is the `// smem` line of
+// the emitted kernel (what a launch requests: qla.smem_bytes, no slack); the
+// RUN lines define it from there. The arena is exactly that, 1024-aligned as
+// on the GPU, followed by a guard that main() fills before the run and checks
+// after it: the kernel must not write past the bytes it asked for.
+#ifndef QLA_SMEM_BYTES
+#error "define QLA_SMEM_BYTES (the emitted kernel's `// smem` line)"
+#endif
+constexpr unsigned kSimSmemGuard = 4096;
+alignas(1024) unsigned char qla_smem_raw[QLA_SMEM_BYTES + kSimSmemGuard];
 
+// __trap() aborts the kernel; here the whole process, loudly, so that a RUN
+// line fails rather than the check being skipped.
+[[noreturn]] inline void __trap() {
+  std::fputs("__trap() in the kernel\n", stderr);
+  std::abort();
+}
+
+// The shared-window address of a pointer. QLA_SIM_SMEM_SHIFT (default 0)
+// moves the arena's simulated address off 1024-alignment, to see the
+// kernel's alignment check fire.
+#ifndef QLA_SIM_SMEM_SHIFT
+#define QLA_SIM_SMEM_SHIFT 0
+#endif
 namespace qla::dev {
-inline unsigned smem_u32(const void *p) { return unsigned(reinterpret_cast<std::uintptr_t>(p)); }
+inline unsigned smem_u32(const void *p) { return unsigned(reinterpret_cast<std::uintptr_t>(p)) + QLA_SIM_SMEM_SHIFT; }
 inline int warpgroup_index() { return int(threadIdx.x / 128u); }
 inline int warp_index_in_warpgroup() { return int((threadIdx.x / 32u) % 4u); }
 inline int lane_index() { return int(threadIdx.x % 32u); }
