@@ -56,9 +56,9 @@ class IRGen {
   }
   Value constant(const fe::ConstValue &v, Location l) {
     switch (v.type) {
-      case fe::ScalarType::Int: return b_.create<arith::ConstantIndexOp>(l, v.i);
-      case fe::ScalarType::Float: return b_.create<arith::ConstantOp>(l, b_.getF32FloatAttr((float)v.f));
-      default: return b_.create<arith::ConstantIntOp>(l, b_.getI1Type(), v.b ? 1 : 0);
+      case fe::ScalarType::Int: return arith::ConstantIndexOp::create(b_, l, v.i);
+      case fe::ScalarType::Float: return arith::ConstantOp::create(b_, l, b_.getF32FloatAttr((float)v.f));
+      default: return arith::ConstantIntOp::create(b_, l, b_.getI1Type(), v.b ? 1 : 0);
     }
   }
   Value lookup(const fe::Decl *d, const fe::SourceLoc &at) {
@@ -71,8 +71,8 @@ class IRGen {
   }
   Value toF32(Value v, Location l) {
     if (v.getType().isF32()) return v;
-    Value i = b_.create<arith::IndexCastOp>(l, b_.getI32Type(), v);
-    return b_.create<arith::SIToFPOp>(l, b_.getF32Type(), i);
+    Value i = arith::IndexCastOp::create(b_, l, b_.getI32Type(), v);
+    return arith::SIToFPOp::create(b_, l, b_.getF32Type(), i);
   }
 
   Value genExpr(const fe::Expr &e);
@@ -100,20 +100,20 @@ Value IRGen::genExpr(const fe::Expr &e) {
       if (auto p = fe::as<fe::ParamDecl>(n.decl)) return constant(p->value, l);
       if (fe::is<fe::VarDecl>(n.decl)) {
         Value var = lookup(n.decl, e.loc);
-        return var ? b_.create<VarGetOp>(l, var).getResult() : Value();
+        return var ? VarGetOp::create(b_, l, var).getResult() : Value();
       }
       return lookup(n.decl, e.loc);
     }
     case fe::ExprKind::BlockIdx:
-      return b_.create<BlockIdOp>(l, b_.getIndexType(), b_.getI32IntegerAttr(static_cast<const fe::BlockIdxExpr &>(e).dim));
+      return BlockIdOp::create(b_, l, b_.getIndexType(), b_.getI32IntegerAttr(static_cast<const fe::BlockIdxExpr &>(e).dim));
     case fe::ExprKind::Unary: {
       auto &u = static_cast<const fe::UnaryExpr &>(e);
       Value x = genExpr(*u.operand);
       if (!x) return {};
       if (u.op == fe::UnaryOp::Not)
-        return b_.create<arith::XOrIOp>(l, x, b_.create<arith::ConstantIntOp>(l, b_.getI1Type(), 1));
-      if (x.getType().isF32()) return b_.create<arith::NegFOp>(l, x);
-      return b_.create<arith::SubIOp>(l, b_.create<arith::ConstantIndexOp>(l, 0), x);
+        return arith::XOrIOp::create(b_, l, x, arith::ConstantIntOp::create(b_, l, b_.getI1Type(), 1));
+      if (x.getType().isF32()) return arith::NegFOp::create(b_, l, x);
+      return arith::SubIOp::create(b_, l, arith::ConstantIndexOp::create(b_, l, 0), x);
     }
     case fe::ExprKind::Binary: {
       auto &bin = static_cast<const fe::BinaryExpr &>(e);
@@ -122,32 +122,32 @@ Value IRGen::genExpr(const fe::Expr &e) {
       bool f = a.getType().isF32();
       using B = fe::BinaryOp;
       switch (bin.op) {
-        case B::Add: return f ? (Value)b_.create<arith::AddFOp>(l, a, c) : b_.create<arith::AddIOp>(l, a, c);
-        case B::Sub: return f ? (Value)b_.create<arith::SubFOp>(l, a, c) : b_.create<arith::SubIOp>(l, a, c);
-        case B::Mul: return f ? (Value)b_.create<arith::MulFOp>(l, a, c) : b_.create<arith::MulIOp>(l, a, c);
-        case B::Div: return f ? (Value)b_.create<arith::DivFOp>(l, a, c) : b_.create<arith::DivSIOp>(l, a, c);
-        case B::Rem: return b_.create<arith::RemSIOp>(l, a, c);
-        case B::And: return b_.create<arith::AndIOp>(l, a, c);
-        case B::Or: return b_.create<arith::OrIOp>(l, a, c);
+        case B::Add: return f ? (Value)arith::AddFOp::create(b_, l, a, c) : arith::AddIOp::create(b_, l, a, c);
+        case B::Sub: return f ? (Value)arith::SubFOp::create(b_, l, a, c) : arith::SubIOp::create(b_, l, a, c);
+        case B::Mul: return f ? (Value)arith::MulFOp::create(b_, l, a, c) : arith::MulIOp::create(b_, l, a, c);
+        case B::Div: return f ? (Value)arith::DivFOp::create(b_, l, a, c) : arith::DivSIOp::create(b_, l, a, c);
+        case B::Rem: return arith::RemSIOp::create(b_, l, a, c);
+        case B::And: return arith::AndIOp::create(b_, l, a, c);
+        case B::Or: return arith::OrIOp::create(b_, l, a, c);
         default: break;
       }
       if (f) {
         using P = arith::CmpFPredicate;
         P p = bin.op == B::Lt ? P::OLT : bin.op == B::Le ? P::OLE : bin.op == B::Gt ? P::OGT
             : bin.op == B::Ge ? P::OGE : bin.op == B::Eq ? P::OEQ : P::UNE;
-        return b_.create<arith::CmpFOp>(l, p, a, c);
+        return arith::CmpFOp::create(b_, l, p, a, c);
       }
       using P = arith::CmpIPredicate;
       P p = bin.op == B::Lt ? P::slt : bin.op == B::Le ? P::sle : bin.op == B::Gt ? P::sgt
           : bin.op == B::Ge ? P::sge : bin.op == B::Eq ? P::eq : P::ne;
-      return b_.create<arith::CmpIOp>(l, p, a, c);
+      return arith::CmpIOp::create(b_, l, p, a, c);
     }
     case fe::ExprKind::Select: {
       auto &s = static_cast<const fe::SelectExpr &>(e);
       if (s.cond->isConst()) return genExpr(s.cond->value->b ? *s.thenExpr : *s.elseExpr);
       Value c = genExpr(*s.cond), t = genExpr(*s.thenExpr), f = genExpr(*s.elseExpr);
       if (!c || !t || !f) return {};
-      return b_.create<arith::SelectOp>(l, c, t, f);
+      return arith::SelectOp::create(b_, l, c, t, f);
     }
     case fe::ExprKind::Call: return genCall(static_cast<const fe::CallExpr &>(e));
     case fe::ExprKind::Convert: {
@@ -161,7 +161,7 @@ Value IRGen::genExpr(const fe::Expr &e) {
       for (auto &i : ge.indices) idx.push_back(genExpr(*i));
       if (!g || llvm::any_of(idx, [](Value v) { return !v; })) return {};
       Type rt = e.type == fe::ScalarType::Float ? (Type)b_.getF32Type() : (Type)b_.getIndexType();
-      return b_.create<GlobalReadOp>(l, rt, g, idx);
+      return GlobalReadOp::create(b_, l, rt, g, idx);
     }
     case fe::ExprKind::FragPick: {
       auto &fp = static_cast<const fe::FragPickExpr &>(e);
@@ -170,7 +170,7 @@ Value IRGen::genExpr(const fe::Expr &e) {
       for (auto &i : fp.indices) idx.push_back(genExpr(*i));
       if (!f || llvm::any_of(idx, [](Value v) { return !v; })) return {};
       Type rt = e.type == fe::ScalarType::Float ? (Type)b_.getF32Type() : (Type)b_.getIndexType();
-      return b_.create<FragPickOp>(l, rt, f, idx);
+      return FragPickOp::create(b_, l, rt, f, idx);
     }
     case fe::ExprKind::Elem: {
       auto &el = static_cast<const fe::ElemExpr &>(e);
@@ -180,7 +180,7 @@ Value IRGen::genExpr(const fe::Expr &e) {
       for (int d : el.parallelDims) idx.push_back(parallelBlock_->getArgument(d));
       Type vt = fe::elementScalarType(el.frag->dtype) == fe::ScalarType::Int ? (Type)b_.getIndexType()
                                                                             : (Type)b_.getF32Type();
-      return b_.create<ElemReadOp>(l, vt, frag, idx);
+      return ElemReadOp::create(b_, l, vt, frag, idx);
     }
     default: break;
   }
@@ -198,27 +198,27 @@ Value IRGen::genCall(const fe::CallExpr &c) {
   using BI = fe::Builtin;
   bool f = !a.empty() && a[0].getType().isF32();
   switch (c.builtin) {
-    case BI::Cdiv: return b_.create<arith::CeilDivSIOp>(l, a[0], a[1]);
-    case BI::Min: return f ? (Value)b_.create<arith::MinimumFOp>(l, a[0], a[1]) : b_.create<arith::MinSIOp>(l, a[0], a[1]);
-    case BI::Max: return f ? (Value)b_.create<arith::MaximumFOp>(l, a[0], a[1]) : b_.create<arith::MaxSIOp>(l, a[0], a[1]);
-    case BI::Exp: return b_.create<math::ExpOp>(l, a[0]);
-    case BI::Exp2: return b_.create<math::Exp2Op>(l, a[0]);
-    case BI::Log: return b_.create<math::LogOp>(l, a[0]);
-    case BI::Log2: return b_.create<math::Log2Op>(l, a[0]);
-    case BI::Sqrt: return b_.create<math::SqrtOp>(l, a[0]);
-    case BI::Rsqrt: return b_.create<math::RsqrtOp>(l, a[0]);
+    case BI::Cdiv: return arith::CeilDivSIOp::create(b_, l, a[0], a[1]);
+    case BI::Min: return f ? (Value)arith::MinimumFOp::create(b_, l, a[0], a[1]) : arith::MinSIOp::create(b_, l, a[0], a[1]);
+    case BI::Max: return f ? (Value)arith::MaximumFOp::create(b_, l, a[0], a[1]) : arith::MaxSIOp::create(b_, l, a[0], a[1]);
+    case BI::Exp: return math::ExpOp::create(b_, l, a[0]);
+    case BI::Exp2: return math::Exp2Op::create(b_, l, a[0]);
+    case BI::Log: return math::LogOp::create(b_, l, a[0]);
+    case BI::Log2: return math::Log2Op::create(b_, l, a[0]);
+    case BI::Sqrt: return math::SqrtOp::create(b_, l, a[0]);
+    case BI::Rsqrt: return math::RsqrtOp::create(b_, l, a[0]);
     case BI::Sigmoid: {
-      Value one = b_.create<arith::ConstantOp>(l, b_.getF32FloatAttr(1.0f));
-      Value e = b_.create<math::ExpOp>(l, b_.create<arith::NegFOp>(l, a[0]));
-      return b_.create<arith::DivFOp>(l, one, b_.create<arith::AddFOp>(l, one, e));
+      Value one = arith::ConstantOp::create(b_, l, b_.getF32FloatAttr(1.0f));
+      Value e = math::ExpOp::create(b_, l, arith::NegFOp::create(b_, l, a[0]));
+      return arith::DivFOp::create(b_, l, one, arith::AddFOp::create(b_, l, one, e));
     }
     case BI::Abs:
-      if (f) return b_.create<math::AbsFOp>(l, a[0]);
-      return b_.create<arith::MaxSIOp>(l, a[0], b_.create<arith::SubIOp>(l, b_.create<arith::ConstantIndexOp>(l, 0), a[0]));
+      if (f) return math::AbsFOp::create(b_, l, a[0]);
+      return arith::MaxSIOp::create(b_, l, a[0], arith::SubIOp::create(b_, l, arith::ConstantIndexOp::create(b_, l, 0), a[0]));
     case BI::ToF32: return toF32(a[0], l);
     case BI::ToI32:
       if (!f) return a[0];
-      return b_.create<arith::IndexCastOp>(l, b_.getIndexType(), b_.create<arith::FPToSIOp>(l, b_.getI32Type(), a[0]));
+      return arith::IndexCastOp::create(b_, l, b_.getIndexType(), arith::FPToSIOp::create(b_, l, b_.getI32Type(), a[0]));
     default: break;
   }
   error(c.loc, "unknown function '" + c.callee + "'");
@@ -255,7 +255,7 @@ void IRGen::genCopy(const fe::CopyStmt &c) {
       SmallVector<int64_t> limDims;
       sliceLimits(*this, c.src, lim, limDims, [&](const fe::Expr &x) { return genExpr(x); });
       if (llvm::any_of(lim, [](Value v) { return !v; })) return;
-      b_.create<LoadOp>(l, g, off, t, lim, b_.getDenseI64ArrayAttr(dropped), b_.getDenseI64ArrayAttr(limDims));
+      LoadOp::create(b_, l, g, off, t, lim, b_.getDenseI64ArrayAttr(dropped), b_.getDenseI64ArrayAttr(limDims));
       return;
     }
     case K::FragToGlobal:
@@ -268,13 +268,13 @@ void IRGen::genCopy(const fe::CopyStmt &c) {
       SmallVector<int64_t> limDims;
       sliceLimits(*this, c.dst, lim, limDims, [&](const fe::Expr &x) { return genExpr(x); });
       if (llvm::any_of(lim, [](Value v) { return !v; })) return;
-      b_.create<StoreOp>(l, t, g, off, lim, b_.getDenseI64ArrayAttr(dropped), b_.getDenseI64ArrayAttr(limDims));
+      StoreOp::create(b_, l, t, g, off, lim, b_.getDenseI64ArrayAttr(dropped), b_.getDenseI64ArrayAttr(limDims));
       return;
     }
     case K::SharedToFrag:
     case K::FragToShared: {
       Value s = lookup(c.src.tile(), c.src.loc), d = lookup(c.dst.tile(), c.dst.loc);
-      if (s && d) b_.create<CopyOp>(l, s, d);
+      if (s && d) CopyOp::create(b_, l, s, d);
       return;
     }
   }
@@ -288,12 +288,12 @@ void IRGen::genFragInit(Value frag, const fe::FragInit &init, const fe::SourceLo
     case K::None: return;
     case K::Fill: {
       Value v = genExpr(*init.fill);
-      if (v) b_.create<FillOp>(l, frag, v);
+      if (v) FillOp::create(b_, l, frag, v);
       return;
     }
     case K::InvUnitLower: {
       Value src = lookup(init.source, init.sourceLoc);
-      if (src) b_.create<InvUnitLowerOp>(l, src, frag);
+      if (src) InvUnitLowerOp::create(b_, l, src, frag);
       return;
     }
     case K::Reduce:
@@ -301,11 +301,11 @@ void IRGen::genFragInit(Value frag, const fe::FragInit &init, const fe::SourceLo
     case K::Cast: {
       Value src = lookup(init.source, init.sourceLoc);
       if (!src) return;
-      if (init.kind == K::Cast) b_.create<CastOp>(l, src, frag);
+      if (init.kind == K::Cast) CastOp::create(b_, l, src, frag);
       else if (init.kind == K::Reduce)
-        b_.create<ReduceOp>(l, ReduceKindAttr::get(ctx_, kinds[(int)init.op]), src, frag, b_.getI64IntegerAttr(init.dim));
+        ReduceOp::create(b_, l, ReduceKindAttr::get(ctx_, kinds[(int)init.op]), src, frag, b_.getI64IntegerAttr(init.dim));
       else
-        b_.create<ScanOp>(l, ReduceKindAttr::get(ctx_, kinds[(int)init.op]), src, frag, b_.getI64IntegerAttr(init.dim));
+        ScanOp::create(b_, l, ReduceKindAttr::get(ctx_, kinds[(int)init.op]), src, frag, b_.getI64IntegerAttr(init.dim));
       return;
     }
   }
@@ -330,13 +330,13 @@ void IRGen::genStmt(const fe::Stmt &s) {
     }
     case SK::Shared: {
       auto &sh = static_cast<const fe::SharedDecl &>(s);
-      auto op = b_.create<AllocSharedOp>(l, tileType(sh), b_.getI64IntegerAttr(1), IntegerAttr());
+      auto op = AllocSharedOp::create(b_, l, tileType(sh), b_.getI64IntegerAttr(1), IntegerAttr());
       values_[static_cast<const fe::Decl *>(&sh)] = op;
       return;
     }
     case SK::Frag: {
       auto &fr = static_cast<const fe::FragDecl &>(s);
-      Value v = b_.create<AllocFragOp>(l, tileType(fr));
+      Value v = AllocFragOp::create(b_, l, tileType(fr));
       values_[static_cast<const fe::Decl *>(&fr)] = v;
       genFragInit(v, fr.init, s.loc);
       return;
@@ -352,7 +352,7 @@ void IRGen::genStmt(const fe::Stmt &s) {
       auto &g = static_cast<const fe::GemmStmt &>(s);
       Value a = lookup(g.a.decl, g.a.loc), bb = lookup(g.b.decl, g.b.loc), c = lookup(g.c, s.loc);
       if (!a || !bb || !c) return;
-      auto op = b_.create<GemmOp>(loc(g.gemmLoc), a, bb, c);
+      auto op = GemmOp::create(b_, loc(g.gemmLoc), a, bb, c);
       if (g.a.transposed) op.setTransA(true);
       if (g.b.transposed) op.setTransB(true);
       if (g.accumulate) op.setAccumulate(true);
@@ -362,8 +362,8 @@ void IRGen::genStmt(const fe::Stmt &s) {
       auto &f = static_cast<const fe::ForStmt &>(s);
       Value lo = genExpr(*f.lo), hi = genExpr(*f.hi);
       if (!lo || !hi) return;
-      Value one = b_.create<arith::ConstantIndexOp>(l, 1);
-      auto loop = b_.create<scf::ForOp>(l, lo, hi, one);
+      Value one = arith::ConstantIndexOp::create(b_, l, 1);
+      auto loop = scf::ForOp::create(b_, l, lo, hi, one);
       if (f.unroll) loop->setAttr("qla.unroll", b_.getUnitAttr());
       values_[f.var.get()] = loop.getInductionVar();
       OpBuilder::InsertionGuard guard(b_);
@@ -375,18 +375,18 @@ void IRGen::genStmt(const fe::Stmt &s) {
       auto &p = static_cast<const fe::PipelineStmt &>(s);
       Value lo = genExpr(*p.lo), hi = genExpr(*p.hi);
       if (!lo || !hi) return;
-      auto op = b_.create<PipelineOp>(l, lo, hi, b_.getI64IntegerAttr(p.numStages));
+      auto op = PipelineOp::create(b_, l, lo, hi, b_.getI64IntegerAttr(p.numStages));
       OpBuilder::InsertionGuard guard(b_);
       Block *body = b_.createBlock(&op.getBody(), {}, {b_.getIndexType()}, {l});
       values_[p.var.get()] = body->getArgument(0);
       b_.setInsertionPointToEnd(body);
       genBlock(p.body);
-      b_.create<YieldOp>(l);
+      YieldOp::create(b_, l);
       return;
     }
     case SK::Parallel: {
       auto &p = static_cast<const fe::ParallelStmt &>(s);
-      auto op = b_.create<ParallelOp>(l, b_.getDenseI64ArrayAttr(p.shape));
+      auto op = ParallelOp::create(b_, l, b_.getDenseI64ArrayAttr(p.shape));
       SmallVector<Type> types(p.shape.size(), b_.getIndexType());
       SmallVector<Location> locs(p.shape.size(), l);
       OpBuilder::InsertionGuard guard(b_);
@@ -398,7 +398,7 @@ void IRGen::genStmt(const fe::Stmt &s) {
       parallelBlock_ = body;
       b_.setInsertionPointToEnd(body);
       genBlock(p.body);
-      b_.create<YieldOp>(l);
+      YieldOp::create(b_, l);
       parallel_ = savedPar;
       parallelBlock_ = savedBlk;
       return;
@@ -410,13 +410,13 @@ void IRGen::genStmt(const fe::Stmt &s) {
       if (!frag || !v || !parallelBlock_) return;
       SmallVector<Value> idx(parallelBlock_->getArguments().begin(), parallelBlock_->getArguments().end());
       if (ea.op != fe::AssignOp::Set) {
-        Value old = b_.create<ElemReadOp>(l, v.getType(), frag, idx);
+        Value old = ElemReadOp::create(b_, l, v.getType(), frag, idx);
         bool f = v.getType().isF32();
-        if (ea.op == fe::AssignOp::Add) v = f ? (Value)b_.create<arith::AddFOp>(l, old, v) : b_.create<arith::AddIOp>(l, old, v);
-        else if (ea.op == fe::AssignOp::Sub) v = f ? (Value)b_.create<arith::SubFOp>(l, old, v) : b_.create<arith::SubIOp>(l, old, v);
-        else v = f ? (Value)b_.create<arith::MulFOp>(l, old, v) : b_.create<arith::MulIOp>(l, old, v);
+        if (ea.op == fe::AssignOp::Add) v = f ? (Value)arith::AddFOp::create(b_, l, old, v) : arith::AddIOp::create(b_, l, old, v);
+        else if (ea.op == fe::AssignOp::Sub) v = f ? (Value)arith::SubFOp::create(b_, l, old, v) : arith::SubIOp::create(b_, l, old, v);
+        else v = f ? (Value)arith::MulFOp::create(b_, l, old, v) : arith::MulIOp::create(b_, l, old, v);
       }
-      b_.create<ElemWriteOp>(l, v, frag, idx);
+      ElemWriteOp::create(b_, l, v, frag, idx);
       return;
     }
     case SK::If: {
@@ -428,7 +428,7 @@ void IRGen::genStmt(const fe::Stmt &s) {
       }
       Value c = genExpr(*i.cond);
       if (!c) return;
-      auto op = b_.create<scf::IfOp>(l, c, /*withElseRegion=*/i.elseBlock != nullptr);
+      auto op = scf::IfOp::create(b_, l, c, /*withElseRegion=*/i.elseBlock != nullptr);
       OpBuilder::InsertionGuard guard(b_);
       b_.setInsertionPoint(op.thenBlock()->getTerminator());
       genBlock(i.thenBlock);
@@ -440,20 +440,20 @@ void IRGen::genStmt(const fe::Stmt &s) {
     }
     case SK::Role: {
       auto &r = static_cast<const fe::RoleStmt &>(s);
-      auto op = b_.create<RoleOp>(l, b_.getStringAttr(r.name), b_.getI64IntegerAttr(r.wgFirst),
+      auto op = RoleOp::create(b_, l, b_.getStringAttr(r.name), b_.getI64IntegerAttr(r.wgFirst),
                                   b_.getI64IntegerAttr(r.wgLast), b_.getI64IntegerAttr(r.regs));
       OpBuilder::InsertionGuard guard(b_);
       Block *body = b_.createBlock(&op.getBody());
       b_.setInsertionPointToEnd(body);
       genBlock(r.body);
-      b_.create<YieldOp>(l);
+      YieldOp::create(b_, l);
       return;
     }
     case SK::Channel: {
       auto &c = static_cast<const fe::ChannelDecl &>(s);
       SmallVector<Type> slots;
       for (auto &f : c.fields) slots.push_back(SharedType::get(ctx_, f.shape, dtype(f.dtype), 0));
-      auto op = b_.create<ChannelOp>(l, ChannelType::get(ctx_, slots, (unsigned)c.depthValue), b_.getStringAttr(c.name));
+      auto op = ChannelOp::create(b_, l, ChannelType::get(ctx_, slots, (unsigned)c.depthValue), b_.getStringAttr(c.name));
       values_[static_cast<const fe::Decl *>(&c)] = op;
       return;
     }
@@ -461,7 +461,7 @@ void IRGen::genStmt(const fe::Stmt &s) {
       auto &v = static_cast<const fe::VarDecl &>(s);
       Value init = genExpr(*v.init);
       if (!init) return;
-      auto op = b_.create<VarOp>(l, VarType::get(ctx_, init.getType()), init);
+      auto op = VarOp::create(b_, l, VarType::get(ctx_, init.getType()), init);
       values_[static_cast<const fe::Decl *>(&v)] = op;
       return;
     }
@@ -471,13 +471,13 @@ void IRGen::genStmt(const fe::Stmt &s) {
       Value v = genExpr(*a.value);
       if (!var || !v) return;
       if (a.op != fe::AssignOp::Set) {
-        Value old = b_.create<VarGetOp>(l, var);
+        Value old = VarGetOp::create(b_, l, var);
         bool f = v.getType().isF32();
-        if (a.op == fe::AssignOp::Add) v = f ? (Value)b_.create<arith::AddFOp>(l, old, v) : b_.create<arith::AddIOp>(l, old, v);
-        else if (a.op == fe::AssignOp::Sub) v = f ? (Value)b_.create<arith::SubFOp>(l, old, v) : b_.create<arith::SubIOp>(l, old, v);
-        else v = f ? (Value)b_.create<arith::MulFOp>(l, old, v) : b_.create<arith::MulIOp>(l, old, v);
+        if (a.op == fe::AssignOp::Add) v = f ? (Value)arith::AddFOp::create(b_, l, old, v) : arith::AddIOp::create(b_, l, old, v);
+        else if (a.op == fe::AssignOp::Sub) v = f ? (Value)arith::SubFOp::create(b_, l, old, v) : arith::SubIOp::create(b_, l, old, v);
+        else v = f ? (Value)arith::MulFOp::create(b_, l, old, v) : arith::MulIOp::create(b_, l, old, v);
       }
-      b_.create<VarSetOp>(l, v, var);
+      VarSetOp::create(b_, l, v, var);
       return;
     }
     case SK::Put:
@@ -486,14 +486,14 @@ void IRGen::genStmt(const fe::Stmt &s) {
       Value ch = lookup(ss.channel, ss.channelLoc);
       if (!ch) return;
       auto ct = cast<ChannelType>(ch.getType());
-      Operation *op = ss.isPut() ? b_.create<PutOp>(l, ch).getOperation() : b_.create<GetOp>(l, ch).getOperation();
+      Operation *op = ss.isPut() ? PutOp::create(b_, l, ch).getOperation() : GetOp::create(b_, l, ch).getOperation();
       SmallVector<Location> locs(ct.getSlotTypes().size(), l);
       OpBuilder::InsertionGuard guard(b_);
       Block *body = b_.createBlock(&op->getRegion(0), {}, ct.getSlotTypes(), locs);
       for (auto [i, bnd] : llvm::enumerate(ss.bindings)) values_[bnd.get()] = body->getArgument(i);
       b_.setInsertionPointToEnd(body);
       genBlock(ss.body);
-      b_.create<YieldOp>(l);
+      YieldOp::create(b_, l);
       return;
     }
   }
@@ -521,7 +521,7 @@ LogicalResult IRGen::build(const fe::KernelDecl &k, ModuleOp module) {
     argTypes.push_back(s->dtype == DType::I32 ? (Type)b_.getI32Type() : (Type)b_.getF32Type());
     names.push_back(b_.getStringAttr(s->name));
   }
-  auto fn = b_.create<func::FuncOp>(loc(k.loc), k.name, b_.getFunctionType(argTypes, {}));
+  auto fn = func::FuncOp::create(b_, loc(k.loc), k.name, b_.getFunctionType(argTypes, {}));
   fn->setAttr(kKernelAttr, b_.getUnitAttr());
   fn->setAttr(kArgNamesAttr, b_.getArrayAttr(names));
   fn->setAttr(kTensorDimsAttr, b_.getArrayAttr(tensorDims));
@@ -540,11 +540,11 @@ LogicalResult IRGen::build(const fe::KernelDecl &k, ModuleOp module) {
   for (auto &d : k.dims) values_[d.get()] = entry->getArgument(a++);
   for (auto *s : k.scalars) {
     Value v = entry->getArgument(a++);
-    if (s->dtype == DType::I32) v = b_.create<arith::IndexCastOp>(fn.getLoc(), b_.getIndexType(), v);
+    if (s->dtype == DType::I32) v = arith::IndexCastOp::create(b_, fn.getLoc(), b_.getIndexType(), v);
     values_[s] = v;
   }
   genBlock(k.body);
-  b_.create<func::ReturnOp>(fn.getLoc());
+  func::ReturnOp::create(b_, fn.getLoc());
   return failed_ ? failure() : success();
 }
 

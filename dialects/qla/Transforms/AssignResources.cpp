@@ -165,7 +165,7 @@ struct AssignResources : ::mlir::qla::impl::QlaAssignResourcesBase<AssignResourc
       coveredWgs += n;
       if (regs != base) {
         OpBuilder ob(&wg.getBody().front(), wg.getBody().front().begin());
-        ob.create<SetMaxNRegOp>(wg.getLoc(), ob.getI64IntegerAttr(regs), ob.getBoolAttr(regs > base));
+        SetMaxNRegOp::create(ob, wg.getLoc(), ob.getI64IntegerAttr(regs), ob.getBoolAttr(regs > base));
       }
     }
     total += (threads / 128 - coveredWgs) * 128 * base;

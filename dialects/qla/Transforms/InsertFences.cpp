@@ -30,16 +30,16 @@ struct InsertFences : ::mlir::qla::impl::QlaInsertFencesBase<InsertFences> {
       if (!isa<SharedType>(copy.getDst().getType()) || !readByAsyncProxy(copy.getDst())) return;
       OpBuilder b(copy->getContext());
       b.setInsertionPointAfter(copy);
-      b.create<FenceProxyAsyncOp>(copy.getLoc());
+      FenceProxyAsyncOp::create(b, copy.getLoc());
       if (auto wg = copy->getParentOfType<WarpgroupsOp>()) {
         int64_t id = 1;
         for (auto w : copy->getParentOfType<func::FuncOp>().getOps<WarpgroupsOp>()) {
           if (w == wg) break;
           ++id;
         }
-        b.create<NamedBarrierOp>(copy.getLoc(), id, (wg.getWgEnd() - wg.getWgBegin() + 1) * 128);
+        NamedBarrierOp::create(b, copy.getLoc(), id, (wg.getWgEnd() - wg.getWgBegin() + 1) * 128);
       } else {
-        b.create<BlockSyncOp>(copy.getLoc());
+        BlockSyncOp::create(b, copy.getLoc());
       }
     });
   }

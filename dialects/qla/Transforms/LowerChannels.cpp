@@ -32,8 +32,8 @@ std::pair<int64_t, int64_t> groupBarrier(Operation *op) {
 
 void emitGroupSync(OpBuilder &b, Location loc, Operation *at) {
   auto [id, threads] = groupBarrier(at);
-  if (id == 0) b.create<BlockSyncOp>(loc);
-  else b.create<NamedBarrierOp>(loc, id, threads);
+  if (id == 0) BlockSyncOp::create(b, loc);
+  else NamedBarrierOp::create(b, loc, id, threads);
 }
 
 int64_t tileBytes(Type t) { return cast<SharedType>(t).getSizeInBytes(); }
@@ -47,9 +47,9 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
   // Barriers and rings are created at function entry so that every role sees them.
   Value makeBarriers(Location loc, unsigned count, int64_t arrivals) {
     OpBuilder b(initPoint);
-    auto bars = b.create<BarriersOp>(loc, BarriersType::get(&getContext(), count),
+    auto bars = BarriersOp::create(b, loc, BarriersType::get(&getContext(), count),
                                      b.getI64IntegerAttr(arrivals), IntegerAttr());
-    b.create<BarrierInitOp>(loc, bars);
+    BarrierInitOp::create(b, loc, bars);
     needSync = true;
     return bars;
   }
@@ -60,7 +60,7 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
     entry = &fn.getBody().front();
     // Insert the setup after the leading allocations/constants.
     OpBuilder b0(entry, entry->begin());
-    auto marker = b0.create<BlockSyncOp>(fn.getLoc());
+    auto marker = BlockSyncOp::create(b0, fn.getLoc());
     initPoint = marker;
 
     SmallVector<ChannelOp> channels;
@@ -116,7 +116,7 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
     {
       OpBuilder b(initPoint);
       for (Type t : ct.getSlotTypes())
-        buffers.push_back(b.create<AllocSharedOp>(loc, t, b.getI64IntegerAttr(depth), IntegerAttr()));
+        buffers.push_back(AllocSharedOp::create(b, loc, t, b.getI64IntegerAttr(depth), IntegerAttr()));
     }
     Value full = makeBarriers(loc, depth, 1);
     Value empty = makeBarriers(loc, depth, getRole.getNumWarpgroups());
@@ -124,7 +124,7 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
 
     auto makeRing = [&](RoleOp role, StringRef suffix) {
       OpBuilder b(&role.getBody().front(), role.getBody().front().begin());
-      return b.create<RingOp>(loc, RingType::get(&getContext(), depth), b.getStringAttr(name + suffix))
+      return RingOp::create(b, loc, RingType::get(&getContext(), depth), b.getStringAttr(name + suffix))
           .getResult();
     };
     Value putRing = makeRing(putRole, ".put");
@@ -136,20 +136,20 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
     for (PutOp put : puts) {
       OpBuilder b(put);
       Location l = put.getLoc();
-      Value slot = b.create<RingSlotOp>(l, b.getIndexType(), putRing);
-      Value phase = b.create<RingPhaseOp>(l, b.getI32Type(), putRing);
-      auto elect = b.create<ElectOp>(l);
+      Value slot = RingSlotOp::create(b, l, b.getIndexType(), putRing);
+      Value phase = RingPhaseOp::create(b, l, b.getI32Type(), putRing);
+      auto elect = ElectOp::create(b, l);
       elect.getBody().emplaceBlock();
       OpBuilder eb = OpBuilder::atBlockEnd(&elect.getBody().front());
       // A fresh barrier completes phase "1" at once, so the first pass over
       // the ring does not wait: producers wait on the flipped phase.
-      Value one = eb.create<arith::ConstantIntOp>(l, eb.getI32Type(), 1);
-      Value flipped = eb.create<arith::XOrIOp>(l, phase, one);
-      eb.create<BarrierWaitOp>(l, empty, slot, flipped);
-      eb.create<BarrierExpectTxOp>(l, full, slot, eb.getI64IntegerAttr(slotBytes));
+      Value one = arith::ConstantIntOp::create(eb, l, eb.getI32Type(), 1);
+      Value flipped = arith::XOrIOp::create(eb, l, phase, one);
+      BarrierWaitOp::create(eb, l, empty, slot, flipped);
+      BarrierExpectTxOp::create(eb, l, full, slot, eb.getI64IntegerAttr(slotBytes));
       IRMapping map;
       for (auto [arg, buf] : llvm::zip(put.getBody().front().getArguments(), buffers))
-        map.map(arg, eb.create<SlotOp>(l, buf.getType(), buf, slot).getResult());
+        map.map(arg, SlotOp::create(eb, l, buf.getType(), buf, slot).getResult());
       for (Operation &op : put.getBody().front().without_terminator()) {
         if (auto load = dyn_cast<LoadOp>(op)) {
           if (!load.getLimits().empty())
@@ -158,31 +158,31 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
                    failure();
           SmallVector<Value> coords;
           for (Value v : load.getOffsets()) coords.push_back(map.lookupOrDefault(v));
-          eb.create<TmaLoadOp>(load.getLoc(), load.getSrc(), coords, map.lookup(load.getDst()),
+          TmaLoadOp::create(eb, load.getLoc(), load.getSrc(), coords, map.lookup(load.getDst()),
                                full, slot, load.getDroppedAttr());
         } else {
           eb.clone(op, map);
         }
       }
-      eb.create<qlanv::YieldOp>(l);
-      b.create<RingAdvanceOp>(l, putRing);
+      qlanv::YieldOp::create(eb, l);
+      RingAdvanceOp::create(b, l, putRing);
       put.erase();
     }
 
     for (GetOp get : gets) {
       OpBuilder b(get);
       Location l = get.getLoc();
-      Value slot = b.create<RingSlotOp>(l, b.getIndexType(), getRing);
-      Value phase = b.create<RingPhaseOp>(l, b.getI32Type(), getRing);
-      b.create<BarrierWaitOp>(l, full, slot, phase);
+      Value slot = RingSlotOp::create(b, l, b.getIndexType(), getRing);
+      Value phase = RingPhaseOp::create(b, l, b.getI32Type(), getRing);
+      BarrierWaitOp::create(b, l, full, slot, phase);
       IRMapping map;
       for (auto [arg, buf] : llvm::zip(get.getBody().front().getArguments(), buffers))
-        map.map(arg, b.create<SlotOp>(l, buf.getType(), buf, slot).getResult());
+        map.map(arg, SlotOp::create(b, l, buf.getType(), buf, slot).getResult());
       for (Operation &op : get.getBody().front().without_terminator()) b.clone(op, map);
       // Gemms in the body are waited on (wgmma_wait) before this point once
       // lowered, so the slot's tiles are no longer read.
-      b.create<BarrierArriveOp>(l, empty, slot, b.getUnitAttr());
-      b.create<RingAdvanceOp>(l, getRing);
+      BarrierArriveOp::create(b, l, empty, slot, b.getUnitAttr());
+      RingAdvanceOp::create(b, l, getRing);
       get.erase();
     }
     ch.erase();
@@ -196,24 +196,24 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
     Value ring;
     {
       OpBuilder b(initPoint);
-      ring = b.create<RingOp>(l, RingType::get(&getContext(), 1), b.getStringAttr("load")).getResult();
+      ring = RingOp::create(b, l, RingType::get(&getContext(), 1), b.getStringAttr("load")).getResult();
     }
     int64_t bytes = 0;
     for (LoadOp ld : loads) bytes += tileBytes(ld.getDst().getType());
     OpBuilder b(last);
     // The tiles may still be read by the group from an earlier iteration.
     emitGroupSync(b, l, last);
-    Value slot = b.create<RingSlotOp>(l, b.getIndexType(), ring);
-    Value phase = b.create<RingPhaseOp>(l, b.getI32Type(), ring);
-    auto elect = b.create<ElectOp>(l);
+    Value slot = RingSlotOp::create(b, l, b.getIndexType(), ring);
+    Value phase = RingPhaseOp::create(b, l, b.getI32Type(), ring);
+    auto elect = ElectOp::create(b, l);
     elect.getBody().emplaceBlock();
     OpBuilder eb = OpBuilder::atBlockEnd(&elect.getBody().front());
-    eb.create<BarrierExpectTxOp>(l, bars, slot, eb.getI64IntegerAttr(bytes));
+    BarrierExpectTxOp::create(eb, l, bars, slot, eb.getI64IntegerAttr(bytes));
     for (LoadOp ld : loads)
-      eb.create<TmaLoadOp>(ld.getLoc(), ld.getSrc(), ld.getOffsets(), ld.getDst(), bars, slot, ld.getDroppedAttr());
-    eb.create<qlanv::YieldOp>(l);
-    auto wait = b.create<BarrierWaitOp>(l, bars, slot, phase);
-    auto advance = b.create<RingAdvanceOp>(l, ring);
+      TmaLoadOp::create(eb, ld.getLoc(), ld.getSrc(), ld.getOffsets(), ld.getDst(), bars, slot, ld.getDroppedAttr());
+    qlanv::YieldOp::create(eb, l);
+    auto wait = BarrierWaitOp::create(b, l, bars, slot, phase);
+    auto advance = RingAdvanceOp::create(b, l, ring);
     // The wait moves down to the first op that touches one of the tiles (or
     // the block's end), so that the copies overlap the work in between.
     llvm::SmallPtrSet<Value, 8> tiles;

@@ -23,9 +23,9 @@ void emitGroupSync(OpBuilder &b, Location loc, Operation *at) {
       if (r == role) break;
       ++id;
     }
-    b.create<NamedBarrierOp>(loc, id, role.getNumWarpgroups() * 128);
+    NamedBarrierOp::create(b, loc, id, role.getNumWarpgroups() * 128);
   } else {
-    b.create<BlockSyncOp>(loc);
+    BlockSyncOp::create(b, loc);
   }
 }
 
@@ -63,8 +63,8 @@ struct LowerPipelines : ::mlir::qla::impl::QlaLowerPipelinesBase<LowerPipelines>
       SmallVector<Value> coords;
       for (Value o : ld.getOffsets()) coords.push_back(map.lookupOrDefault(o));
       Value buf = buffers.lookup(ld.getDst());
-      Value view = b.create<SlotOp>(ld.getLoc(), buf.getType(), buf, slot);
-      b.create<TmaLoadOp>(ld.getLoc(), ld.getSrc(), coords, view, full, slot, ld.getDroppedAttr());
+      Value view = SlotOp::create(b, ld.getLoc(), buf.getType(), buf, slot);
+      TmaLoadOp::create(b, ld.getLoc(), ld.getSrc(), coords, view, full, slot, ld.getDroppedAttr());
     }
     return success();
   }
@@ -103,53 +103,53 @@ struct LowerPipelines : ::mlir::qla::impl::QlaLowerPipelinesBase<LowerPipelines>
     // ordered by the block-wide sync that channel lowering also relies on.
     func::FuncOp fn = pipe->getParentOfType<func::FuncOp>();
     OpBuilder fb(&fn.getBody().front(), fn.getBody().front().begin());
-    auto full = fb.create<BarriersOp>(l, BarriersType::get(&getContext(), stages), fb.getI64IntegerAttr(1), IntegerAttr());
-    fb.create<BarrierInitOp>(l, full);
-    fb.create<BlockSyncOp>(l);
+    auto full = BarriersOp::create(fb, l, BarriersType::get(&getContext(), stages), fb.getI64IntegerAttr(1), IntegerAttr());
+    BarrierInitOp::create(fb, l, full);
+    BlockSyncOp::create(fb, l);
 
     OpBuilder b(pipe);
     Value lb = pipe.getLowerBound(), ub = pipe.getUpperBound();
     // Prologue: iterations lb .. lb+stages-1 into slots 0 .. stages-1.
     for (int64_t s = 0; s < stages; ++s) {
-      Value sv = b.create<arith::ConstantIndexOp>(l, s);
-      Value it = b.create<arith::AddIOp>(l, lb, sv);
-      Value inRange = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::slt, it, ub);
-      auto ifOp = b.create<scf::IfOp>(l, inRange, false);
+      Value sv = arith::ConstantIndexOp::create(b, l, s);
+      Value it = arith::AddIOp::create(b, l, lb, sv);
+      Value inRange = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, it, ub);
+      auto ifOp = scf::IfOp::create(b, l, inRange, false);
       OpBuilder ib = OpBuilder::atBlockBegin(ifOp.thenBlock());
-      auto elect = ib.create<ElectOp>(l);
+      auto elect = ElectOp::create(ib, l);
       elect.getBody().emplaceBlock();
       OpBuilder eb = OpBuilder::atBlockEnd(&elect.getBody().front());
-      eb.create<BarrierExpectTxOp>(l, full, sv, eb.getI64IntegerAttr(bytes));
+      BarrierExpectTxOp::create(eb, l, full, sv, eb.getI64IntegerAttr(bytes));
       if (failed(cloneLoads(eb, loads, iv, it, buffers, full, sv))) return failure();
-      eb.create<qlanv::YieldOp>(l);
+      qlanv::YieldOp::create(eb, l);
     }
-    Value ring = b.create<RingOp>(l, RingType::get(&getContext(), stages), b.getStringAttr("pipeline")).getResult();
-    Value one = b.create<arith::ConstantIndexOp>(l, 1);
-    auto loop = b.create<scf::ForOp>(l, lb, ub, one);
+    Value ring = RingOp::create(b, l, RingType::get(&getContext(), stages), b.getStringAttr("pipeline")).getResult();
+    Value one = arith::ConstantIndexOp::create(b, l, 1);
+    auto loop = scf::ForOp::create(b, l, lb, ub, one);
     OpBuilder lbld = OpBuilder::atBlockBegin(loop.getBody());
     Value k = loop.getInductionVar();
-    Value slot = lbld.create<RingSlotOp>(l, lbld.getIndexType(), ring);
-    Value phase = lbld.create<RingPhaseOp>(l, lbld.getI32Type(), ring);
-    lbld.create<BarrierWaitOp>(l, full, slot, phase);
+    Value slot = RingSlotOp::create(lbld, l, lbld.getIndexType(), ring);
+    Value phase = RingPhaseOp::create(lbld, l, lbld.getI32Type(), ring);
+    BarrierWaitOp::create(lbld, l, full, slot, phase);
     IRMapping map;
     map.map(iv, k);
     for (auto &[tile, buf] : buffers)
-      map.map(tile, lbld.create<SlotOp>(l, buf.getType(), buf, slot).getResult());
+      map.map(tile, SlotOp::create(lbld, l, buf.getType(), buf, slot).getResult());
     for (Operation &op : body.without_terminator())
       if (!llvm::is_contained(loads, dyn_cast<LoadOp>(&op))) lbld.clone(op, map);
     // Everyone is done with the slot before it is refilled.
     emitGroupSync(lbld, l, pipe);
-    Value ahead = lbld.create<arith::AddIOp>(l, k, lbld.create<arith::ConstantIndexOp>(l, stages));
-    Value inRange = lbld.create<arith::CmpIOp>(l, arith::CmpIPredicate::slt, ahead, ub);
-    auto ifOp = lbld.create<scf::IfOp>(l, inRange, false);
+    Value ahead = arith::AddIOp::create(lbld, l, k, arith::ConstantIndexOp::create(lbld, l, stages));
+    Value inRange = arith::CmpIOp::create(lbld, l, arith::CmpIPredicate::slt, ahead, ub);
+    auto ifOp = scf::IfOp::create(lbld, l, inRange, false);
     OpBuilder ib = OpBuilder::atBlockBegin(ifOp.thenBlock());
-    auto elect = ib.create<ElectOp>(l);
+    auto elect = ElectOp::create(ib, l);
     elect.getBody().emplaceBlock();
     OpBuilder eb = OpBuilder::atBlockEnd(&elect.getBody().front());
-    eb.create<BarrierExpectTxOp>(l, full, slot, eb.getI64IntegerAttr(bytes));
+    BarrierExpectTxOp::create(eb, l, full, slot, eb.getI64IntegerAttr(bytes));
     if (failed(cloneLoads(eb, loads, iv, ahead, buffers, full, slot))) return failure();
-    eb.create<qlanv::YieldOp>(l);
-    lbld.create<RingAdvanceOp>(l, ring);
+    qlanv::YieldOp::create(eb, l);
+    RingAdvanceOp::create(lbld, l, ring);
     pipe.erase();
     return success();
   }

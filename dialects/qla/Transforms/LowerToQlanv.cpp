@@ -98,11 +98,11 @@ struct LowerToQlanv : ::mlir::qla::impl::QlaLowerToQlanvBase<LowerToQlanv> {
       Location l = g.getLoc();
       SmallVector<Value> frags{g.getC()};
       if (isa<FragType>(g.getA().getType())) frags.push_back(g.getA());
-      bld.create<WgmmaFenceOp>(l, frags);
-      bld.create<WgmmaOp>(l, g.getA(), g.getB(), g.getC(), g.getTransAAttr(), g.getTransBAttr(),
+      WgmmaFenceOp::create(bld, l, frags);
+      WgmmaOp::create(bld, l, g.getA(), g.getB(), g.getC(), g.getTransAAttr(), g.getTransBAttr(),
                           g.getAccumulateAttr(), bld.getI64IntegerAttr(c.getWarpgroups()));
-      bld.create<WgmmaCommitOp>(l);
-      bld.create<WgmmaWaitOp>(l, bld.getI64IntegerAttr(0), ValueRange{g.getC()});
+      WgmmaCommitOp::create(bld, l);
+      WgmmaWaitOp::create(bld, l, bld.getI64IntegerAttr(0), ValueRange{g.getC()});
       g.erase();
     }
     if (!failed) mergeWaits(fn);
@@ -111,13 +111,13 @@ struct LowerToQlanv : ::mlir::qla::impl::QlaLowerToQlanvBase<LowerToQlanv> {
     fn.walk([&](RoleOp r) { roles.push_back(r); });
     for (RoleOp r : roles) {
       OpBuilder bld(r);
-      auto wg = bld.create<WarpgroupsOp>(r.getLoc(), r.getNameAttr(), r.getWgBeginAttr(), r.getWgEndAttr());
+      auto wg = WarpgroupsOp::create(bld, r.getLoc(), r.getNameAttr(), r.getWgBeginAttr(), r.getWgEndAttr());
       wg->setAttr("regs", r.getRegsAttr());
       wg.getBody().takeBody(r.getBody());
       Block &blk = wg.getBody().front();
       Operation *term = blk.getTerminator();
       OpBuilder tb(term);
-      tb.create<qlanv::YieldOp>(term->getLoc());
+      qlanv::YieldOp::create(tb, term->getLoc());
       term->erase();
       r.erase();
     }
