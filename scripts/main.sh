@@ -22,6 +22,10 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && pyt
   echo "== GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
   export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}" QLA_LIBRARY="$PWD/$BUILD/compiler/libqla.so"
   python3 test/gpu/test_examples.py
+  echo "== GDN forward kernels against a float64 reference"
+  python3 test/gpu/gdn_kernels_smoke.py
+  echo "== GDN forward kernel timings (CUDA-graph replay, median)"
+  python3 bench/gdn_kernel_split.py
   python3 bench/gemm.py
 else
   echo "== no GPU (or no PyTorch with CUDA) here: kernels compiled, nothing run"

@@ -50,12 +50,15 @@ Type SharedType::parse(AsmParser &p) {
   SmallVector<int64_t> shape;
   Type elt;
   unsigned swizzle = 0;
+  SMLoc loc = p.getCurrentLocation();
   if (p.parseLess() || parseShapeAndType(p, shape, elt)) return {};
   if (succeeded(p.parseOptionalComma())) {
     if (p.parseKeyword("swizzle") || p.parseInteger(swizzle)) return {};
   }
   if (p.parseGreater()) return {};
-  return SharedType::get(p.getContext(), shape, elt, swizzle);
+  // getChecked runs SharedType::verify: `get` checks nothing in release
+  // builds, so an invalid swizzle would otherwise parse.
+  return SharedType::getChecked([&] { return p.emitError(loc); }, p.getContext(), shape, elt, swizzle);
 }
 
 void SharedType::print(AsmPrinter &p) const {
@@ -68,7 +71,12 @@ void SharedType::print(AsmPrinter &p) const {
 static LogicalResult verifyShape(function_ref<InFlightDiagnostic()> emitError, ArrayRef<int64_t> shape) {
   if (shape.empty() || shape.size() > 2) return emitError() << "tiles have rank 1 or 2, got rank " << shape.size();
   for (int64_t d : shape)
-    if (d <= 0) return emitError() << "tile extents must be positive";
+    if (d <= 0) {
+      InFlightDiagnostic diag = emitError();
+      diag << "tile extents must be positive, got [";
+      for (size_t i = 0; i < shape.size(); ++i) diag << (i ? ", " : "") << shape[i];
+      return diag << "]";
+    }
   return success();
 }
 

@@ -174,13 +174,21 @@ LogicalResult ParallelOp::verify() {
 
 // Element accesses inside qla.parallel index with the parallel's own block
 // arguments only, so that lowering can map them to the fragment's registers.
+// A fragment of the parallel's rank is indexed by the index arguments in
+// order; a 1-D fragment in a 2-D parallel is a broadcast vector, indexed by
+// either argument. A fragment of higher rank than the parallel has no valid
+// indexing: the emitter would map all its indices to the one loop.
 static LogicalResult verifyElemAccess(Operation *op, FragType f, ValueRange idx) {
   auto par = op->getParentOfType<ParallelOp>();
   if (!par) return op->emitOpError("is only valid inside qla.parallel");
   auto ext = par.getExtents();
   Block &b = par.getBody().front();
-  if (idx.size() != f.getShape().size())
-    return op->emitOpError("needs ") << f.getShape().size() << " indices";
+  size_t rank = f.getShape().size();
+  if (idx.size() != rank)
+    return op->emitOpError("needs ") << rank << " indices";
+  if (rank > ext.size())
+    return op->emitOpError("fragment has rank ") << rank << " but the enclosing qla.parallel has rank "
+                                                 << ext.size();
   for (auto [k, v] : llvm::enumerate(idx)) {
     auto arg = dyn_cast<BlockArgument>(v);
     if (!arg || arg.getOwner() != &b)
@@ -272,11 +280,30 @@ LogicalResult RoleOp::verify() {
     return emitOpError("register budget must be a multiple of 8 in [24, 256], got ") << getRegs();
   if ((*this)->getParentOfType<RoleOp>())
     return emitOpError("roles do not nest");
-  if (auto fn = (*this)->getParentOfType<func::FuncOp>())
-    if (auto th = fn->getAttrOfType<IntegerAttr>(kThreadsAttr))
-      if ((getWgEnd() + 1) * 128 > th.getInt())
-        return emitOpError("warpgroup ") << getWgEnd() << " does not exist with " << th.getInt()
-                                         << " threads";
+  auto fn = (*this)->getParentOfType<func::FuncOp>();
+  if (!fn) return success();
+  if (auto th = fn->getAttrOfType<IntegerAttr>(kThreadsAttr))
+    if ((getWgEnd() + 1) * 128 > th.getInt())
+      return emitOpError("warpgroup ") << getWgEnd() << " does not exist with " << th.getInt()
+                                       << " threads";
+  // Roles run concurrently on disjoint warpgroups. Compare with the roles
+  // before this one in the function, so an overlap is reported once, at the
+  // later role (as the front end does).
+  RoleOp clash;
+  fn.walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (op == getOperation()) return WalkResult::interrupt();
+    auto r = dyn_cast<RoleOp>(op);
+    if (!r) return WalkResult::advance();
+    if (r.getWgBegin() <= getWgEnd() && getWgBegin() <= r.getWgEnd()) {
+      clash = r;
+      return WalkResult::interrupt();
+    }
+    return WalkResult::skip();  // roles do not nest
+  });
+  if (clash)
+    return emitOpError("role '") << getName() << "' overlaps role '" << clash.getName()
+                                 << "' (both use warpgroup " << std::max(getWgBegin(), clash.getWgBegin())
+                                 << ")";
   return success();
 }
 

@@ -1,16 +1,43 @@
 // One case per verifier error of the qla and qlanv ops (QlaOps.cpp,
-// QlanvDialect.cpp), plus the ODS constraints and the type parsers.
+// QlanvDialect.cpp), plus the ODS constraints and the type parsers and
+// verifiers (QlaDialect.cpp).
 // RUN: %qla-opt %s -split-input-file -verify-diagnostics
 
 //===----------------------------------------------------------------------===//
 // Tiles
 //===----------------------------------------------------------------------===//
 
+// Shared tile types are verified when parsed (SharedType::verify), before
+// the op that uses them.
 func.func @shared_rank3() {
-  // expected-error @+1 {{'qla.alloc_shared' op tiles have rank 1 or 2, got rank 3}}
+  // expected-error @+1 {{tiles have rank 1 or 2, got rank 3}}
   %a = qla.alloc_shared : !qla.smem<2x2x2xbf16>
   return
 }
+
+// -----
+
+func.func @shared_zero_extent() {
+  // expected-error @+1 {{tile extents must be positive, got [64, 0]}}
+  %a = qla.alloc_shared : !qla.smem<64x0xbf16>
+  return
+}
+
+// -----
+
+func.func @shared_swizzle() {
+  // The swizzle is the width in bytes of a column block: 0 (none), 32, 64 or 128.
+  // expected-error @+1 {{swizzle must be 0, 32, 64 or 128 bytes, got 100}}
+  %a = qla.alloc_shared : !qla.smem<64x64xbf16, swizzle 100>
+  return
+}
+
+// -----
+
+// In a channel's slot list too (the channel type's parser adds its own error).
+// expected-error @+2 {{swizzle must be 0, 32, 64 or 128 bytes, got 16}}
+// expected-error @+1 {{failed to parse Qla_ChannelType parameter 'slotTypes'}}
+func.func private @channel_slot_swizzle(!qla.channel<[!qla.smem<64x64xbf16, swizzle 16>], 2>)
 
 // -----
 
@@ -448,6 +475,43 @@ func.func @elem_read_order() {
 
 // -----
 
+func.func @elem_read_diagonal_2d() {
+  // The same index twice is not [i, j] either.
+  %f = qla.alloc_frag : !qla.frag<64x64xf32>
+  qla.parallel [64, 64] {
+  ^bb0(%i: index, %j: index):
+    // expected-error @+1 {{'qla.elem_read' op 2-D fragments are indexed [i, j] in loop order}}
+    %x = qla.elem_read %f[%i, %i] : !qla.frag<64x64xf32> -> f32
+  }
+  return
+}
+
+// -----
+
+func.func @elem_read_rank_above_parallel(%a: !qla.frag<64x64xf32>) {
+  // A 2-D fragment indexed [i, i] inside a 1-D parallel: both indices would
+  // map to the one loop (a diagonal), which no layout supports.
+  qla.parallel [64] {
+  ^bb0(%i: index):
+    // expected-error @+1 {{'qla.elem_read' op fragment has rank 2 but the enclosing qla.parallel has rank 1}}
+    %x = qla.elem_read %a[%i, %i] : !qla.frag<64x64xf32> -> f32
+  }
+  return
+}
+
+// -----
+
+func.func @elem_write_rank_above_parallel(%a: !qla.frag<64x64xf32>, %x: f32) {
+  qla.parallel [64] {
+  ^bb0(%i: index):
+    // expected-error @+1 {{'qla.elem_write' op fragment has rank 2 but the enclosing qla.parallel has rank 1}}
+    qla.elem_write %x -> %a[%i, %i] : f32 -> !qla.frag<64x64xf32>
+  }
+  return
+}
+
+// -----
+
 func.func @elem_read_type() {
   %f = qla.alloc_frag : !qla.frag<64xbf16>
   qla.parallel [64] {
@@ -555,6 +619,44 @@ func.func @nested_roles() {
 func.func @role_past_threads() attributes {qla.threads = 256 : i64} {
   // expected-error @+1 {{'qla.role' op warpgroup 2 does not exist with 256 threads}}
   qla.role "math" warpgroups 1 to 2 regs 0 {
+  }
+  return
+}
+
+// -----
+
+// Overlapping roles: warpgroup 1 would run both bodies. Reported at the later
+// role, with the front end's wording.
+func.func @role_overlap() attributes {qla.threads = 256 : i64} {
+  qla.role "a" warpgroups 0 to 1 regs 0 {
+  }
+  // expected-error @+1 {{'qla.role' op role 'b' overlaps role 'a' (both use warpgroup 1)}}
+  qla.role "b" warpgroups 1 to 1 regs 0 {
+  }
+  return
+}
+
+// -----
+
+func.func @role_overlap_contains() attributes {qla.threads = 512 : i64} {
+  qla.role "load" warpgroups 0 to 0 regs 0 {
+  }
+  qla.role "math" warpgroups 2 to 3 regs 0 {
+  }
+  // expected-error @+1 {{'qla.role' op role 'all' overlaps role 'load' (both use warpgroup 0)}}
+  qla.role "all" warpgroups 0 to 3 regs 0 {
+  }
+  return
+}
+
+// -----
+
+func.func @role_overlap_no_threads() {
+  // Checked without qla.threads too.
+  qla.role "a" warpgroups 1 to 2 regs 0 {
+  }
+  // expected-error @+1 {{'qla.role' op role 'b' overlaps role 'a' (both use warpgroup 2)}}
+  qla.role "b" warpgroups 2 to 3 regs 0 {
   }
   return
 }
@@ -907,7 +1009,9 @@ func.func @wgmma_unswizzled_b() {
 // -----
 
 // A put that leaves a slot tile empty would arm the barrier for bytes that
-// never arrive (the consumer would hang): rejected.
+// never arrive (qla-lower-channels arms `full` with the bytes of every tile
+// of the slot, 2 × 8192 here, but one TMA load brings 8192): the consumer
+// would hang. Rejected.
 func.func @put_missing_tile(%A: !qla.global<bf16, 2>, %i: index) {
   %ch = qla.channel "ab" : !qla.channel<[!qla.smem<64x64xbf16>, !qla.smem<64x64xbf16>], 2>
   qla.role "load" warpgroups 0 to 0 regs 0 {
@@ -921,6 +1025,29 @@ func.func @put_missing_tile(%A: !qla.global<bf16, 2>, %i: index) {
     qla.get %ch {
     ^bb0(%a: !qla.smem<64x64xbf16>, %b: !qla.smem<64x64xbf16>):
     } : !qla.channel<[!qla.smem<64x64xbf16>, !qla.smem<64x64xbf16>], 2>
+  }
+  return
+}
+
+// -----
+
+// Writing a slot tile twice completes the barrier with the wrong byte count
+// the other way: rejected too.
+func.func @put_tile_twice(%A: !qla.global<bf16, 2>, %i: index) {
+  %ch = qla.channel "ab" : !qla.channel<[!qla.smem<128x64xbf16>, !qla.smem<128x64xbf16>], 2>
+  qla.role "load" warpgroups 0 to 0 regs 0 {
+    // expected-error @+1 {{'qla.put' op must copy into each slot tile exactly once; tile #0 is written 2 time(s)}}
+    qla.put %ch {
+    ^bb0(%a: !qla.smem<128x64xbf16>, %b: !qla.smem<128x64xbf16>):
+      qla.load %A[%i, %i] -> %a : !qla.global<bf16, 2> -> !qla.smem<128x64xbf16>
+      qla.load %A[%i, %i] -> %a : !qla.global<bf16, 2> -> !qla.smem<128x64xbf16>
+      qla.load %A[%i, %i] -> %b : !qla.global<bf16, 2> -> !qla.smem<128x64xbf16>
+    } : !qla.channel<[!qla.smem<128x64xbf16>, !qla.smem<128x64xbf16>], 2>
+  }
+  qla.role "math" warpgroups 1 to 1 regs 0 {
+    qla.get %ch {
+    ^bb0(%a: !qla.smem<128x64xbf16>, %b: !qla.smem<128x64xbf16>):
+    } : !qla.channel<[!qla.smem<128x64xbf16>, !qla.smem<128x64xbf16>], 2>
   }
   return
 }

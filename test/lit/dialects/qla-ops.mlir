@@ -26,6 +26,11 @@ func.func private @types(!qla.global<bf16, 2>, !qla.global<f32, 1>,
     !qla.channel<[!qla.smem<128x64xbf16>, !qla.smem<256x64xbf16>], 4>,
     !qla.channel<[!qla.smem<64x64xf16, swizzle 128>], 1>)
 
+// An explicit `swizzle 0` is the unswizzled tile (printed without it).
+// CHECK-LABEL: func.func private @swizzle_zero
+// CHECK-SAME: (!qla.smem<64x64xbf16>)
+func.func private @swizzle_zero(!qla.smem<64x64xbf16, swizzle 0>)
+
 // CHECK-LABEL: func.func @storage
 func.func @storage() {
   // CHECK: qla.block_id 0
@@ -162,6 +167,25 @@ func.func @parallel() {
     qla.elem_write %x -> %r[%k] : f32 -> !qla.frag<64xf32>
     qla.yield
   }
+  // A square block: a 1-D fragment of its extent is a broadcast vector along
+  // either dim (a value per row with the first index, per column with the
+  // second); the 2-D fragment is still indexed [i, j].
+  // CHECK: qla.parallel [64, 64] {
+  // CHECK-NEXT: ^bb0(%[[I2:.*]]: index, %[[J2:.*]]: index):
+  // CHECK-NEXT: qla.elem_read %{{.*}}[%[[I2]], %[[J2]]] : <64x64xf32> -> f32
+  // CHECK-NEXT: qla.elem_read %{{.*}}[%[[I2]]] : <64xf32> -> f32
+  // CHECK-NEXT: qla.elem_read %{{.*}}[%[[J2]]] : <64xf32> -> f32
+  %q = qla.alloc_frag : !qla.frag<64x64xf32>
+  %w = qla.alloc_frag : !qla.frag<64xf32>
+  qla.parallel [64, 64] {
+  ^bb0(%i: index, %j: index):
+    %x = qla.elem_read %q[%i, %j] : !qla.frag<64x64xf32> -> f32
+    %y = qla.elem_read %r[%i] : !qla.frag<64xf32> -> f32
+    %z = qla.elem_read %w[%j] : !qla.frag<64xf32> -> f32
+    %m = arith.mulf %x, %y : f32
+    %n = arith.addf %m, %z : f32
+    qla.elem_write %n -> %q[%i, %j] : f32 -> !qla.frag<64x64xf32>
+  }
   return
 }
 
@@ -180,9 +204,11 @@ func.func @pipeline(%A: !qla.global<bf16, 2>, %n: index) {
   return
 }
 
+// Roles on adjacent, disjoint warpgroup ranges (0, 1-2, 3) within the 4
+// warpgroups of 512 threads; the put copies into each slot tile once.
 // CHECK-LABEL: func.func @roles
-// CHECK-SAME: qla.threads = 384
-func.func @roles(%A: !qla.global<bf16, 2>, %B: !qla.global<bf16, 2>, %n: index) attributes {qla.threads = 384 : i64} {
+// CHECK-SAME: qla.threads = 512
+func.func @roles(%A: !qla.global<bf16, 2>, %B: !qla.global<bf16, 2>, %n: index) attributes {qla.threads = 512 : i64} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   // CHECK: %[[CH:.*]] = qla.channel "ab" : <[!qla.smem<128x64xbf16>, !qla.smem<256x64xbf16>], 4>
@@ -222,9 +248,9 @@ func.func @roles(%A: !qla.global<bf16, 2>, %B: !qla.global<bf16, 2>, %n: index) 
     }
   }
   // A role with the compiler's choice of budget.
-  // CHECK: qla.role "epilogue" warpgroups 0 to 2 regs 0 {
+  // CHECK: qla.role "epilogue" warpgroups 3 to 3 regs 0 {
   // CHECK-NEXT: }
-  qla.role "epilogue" warpgroups 0 to 2 regs 0 {
+  qla.role "epilogue" warpgroups 3 to 3 regs 0 {
     qla.yield
   }
   return

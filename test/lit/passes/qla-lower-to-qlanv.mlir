@@ -83,10 +83,10 @@ func.func @gemm_rs() {
 // CHECK: qla.elem_write
 // CHECK-NEXT: }
 // CHECK-NEXT: } {regs = 232 : i64}
-// CHECK-NEXT: qlanv.warpgroups "idle" 0 to 2 {
+// CHECK-NEXT: qlanv.warpgroups "idle" 3 to 3 {
 // CHECK-NEXT: } {regs = 0 : i64}
 // CHECK-NEXT: return
-func.func @roles() attributes {qla.threads = 384 : i64} {
+func.func @roles() attributes {qla.threads = 512 : i64} {
   qla.role "load" warpgroups 0 to 0 regs 40 {
     %x = qla.block_id 0
   }
@@ -105,7 +105,7 @@ func.func @roles() attributes {qla.threads = 384 : i64} {
       qla.elem_write %d -> %c[%i, %j] : f32 -> !qla.frag<128x64xf32, acc x2>
     }
   }
-  qla.role "idle" warpgroups 0 to 2 regs 0 {
+  qla.role "idle" warpgroups 3 to 3 regs 0 {
   }
   return
 }
