@@ -120,6 +120,7 @@ static const char *layoutName(unsigned l) {
 }
 
 Type FragType::parse(AsmParser &p) {
+  SMLoc loc = p.getCurrentLocation();
   SmallVector<int64_t> shape;
   Type elt;
   unsigned layout = Unassigned, wgs = 0;
@@ -142,7 +143,8 @@ Type FragType::parse(AsmParser &p) {
     }
   }
   if (p.parseGreater()) return {};
-  return FragType::get(p.getContext(), shape, elt, layout, wgs);
+  // getChecked runs FragType::verify wherever the type appears (signatures too).
+  return FragType::getChecked([&] { return p.emitError(loc); }, p.getContext(), shape, elt, layout, wgs);
 }
 
 void FragType::print(AsmPrinter &p) const {
