@@ -182,6 +182,8 @@ Emitter::TileAccess Emitter::openTileAccess(Value g, ValueRange offsets, ArrayRe
     off += " + (long long)" + o + " * " + stride;
     if (llvm::is_contained(dropped, (int64_t)d)) {
       ok += " && " + o + " >= 0 && " + o + " < " + ti.dims[d];
+      for (auto [lim, ld] : llvm::zip(limits, limitDims))
+        if (ld == (int64_t)d) ok += " && " + o + " < " + name(lim);
       continue;
     }
     // Tile index i is in range iff 0 <= o + i < min(dim, limits).
