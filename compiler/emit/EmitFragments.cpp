@@ -139,25 +139,6 @@ LogicalResult Emitter::emitFill(FillOp op) {
   return success();
 }
 
-std::string Emitter::globalElementOffset(Value g, ValueRange offsets, ArrayRef<int64_t> dropped,
-                                         ArrayRef<std::string> tileIdx, std::string &inBounds,
-                                         ValueRange limits, ArrayRef<int64_t> limitDims) {
-  int t = tensorIndex(g);
-  const TensorArgInfo &ti = info_.tensors[t];
-  std::string off = "0LL";
-  inBounds = "true";
-  size_t k = 0;
-  for (size_t d = 0; d < ti.dims.size(); ++d) {
-    bool drop = llvm::is_contained(dropped, (int64_t)d);
-    std::string idx = "(" + name(offsets[d]) + (drop ? "" : " + " + tileIdx[k++]) + ")";
-    off += " + (long long)" + idx + " * " + tensorNames_[t] + "_stride" + str(d);
-    inBounds += " && " + idx + " >= 0 && " + idx + " < " + ti.dims[d];
-    for (auto [lim, ld] : llvm::zip(limits, limitDims))
-      if (ld == (int64_t)d) inBounds += " && " + idx + " < " + name(lim);
-  }
-  return off;
-}
-
 std::string Emitter::TileAccess::at(const std::vector<std::string> &idx) const {
   std::string e = ptr;
   for (size_t k = 0; k < idx.size(); ++k) e += " + (long long)(" + idx[k] + ") * " + stride[k];
@@ -300,13 +281,16 @@ LogicalResult Emitter::emitStore(StoreOp op) {
   // Shared → global: the group's threads stride over the tile.
   auto src = cast<SharedType>(op.getSrc().getType());
   line(groupSync());
+  line("{");
+  ++indent_;
+  TileAccess a = openTileAccess(op.getDst(), op.getOffsets(), op.getDropped(), op.getLimits(), op.getLimitDims(),
+                                /*forWrite=*/true);
   std::vector<std::string> idx = openTileLoop(src);
   std::string row = idx.size() == 2 ? idx[0] : "0", col = idx.back();
-  std::string inb;
-  std::string off = globalElementOffset(op.getDst(), op.getOffsets(), op.getDropped(), idx, inb, op.getLimits(),
-                                        op.getLimitDims());
-  line("if (" + inb + ") " + g + "[" + off + "] = " + name(op.getSrc()) + "[" + smemIndex(src, row, col) + "];");
+  line("if (" + a.inBounds(idx) + ") *" + a.at(idx) + " = " + name(op.getSrc()) + "[" + smemIndex(src, row, col) + "];");
   closeLoop();
+  --indent_;
+  line("}");
   return success();
 }
 
@@ -557,18 +541,21 @@ LogicalResult Emitter::emitLoadToShared(LoadOp op) {
   auto dst = cast<SharedType>(op.getDst().getType());
   Type gt = op.getSrc().getType().getElementType();
   line(groupSync());
+  line("{");
+  ++indent_;
+  TileAccess a = openTileAccess(op.getSrc(), op.getOffsets(), op.getDropped(), op.getLimits(), op.getLimitDims(),
+                                /*forWrite=*/false);
   std::vector<std::string> idx = openTileLoop(dst);
   std::string row = idx.size() == 2 ? idx[0] : "0", col = idx.back();
-  std::string inb;
-  std::string off = globalElementOffset(op.getSrc(), op.getOffsets(), op.getDropped(), idx, inb, op.getLimits(),
-                                        op.getLimitDims());
   std::string zero = dst.getElementType().isBF16() ? "qla::dev::to_bf16(0.0f)"
                      : dst.getElementType().isF16() ? "qla::dev::to_f16(0.0f)"
                                                     : "(" + dtypeCType(dst.getElementType()) + ")0";
-  std::string v = name(op.getSrc()) + "[" + off + "]";
+  std::string v = "*" + a.at(idx);
   if (gt != dst.getElementType()) v = storeFromFloat(dst.getElementType(), loadAsFloat(gt, v));
-  line(name(op.getDst()) + "[" + smemIndex(dst, row, col) + "] = (" + inb + ") ? " + v + " : " + zero + ";");
+  line(name(op.getDst()) + "[" + smemIndex(dst, row, col) + "] = (" + a.inBounds(idx) + ") ? " + v + " : " + zero + ";");
   closeLoop();
+  --indent_;
+  line("}");
   line("qla::dev::fence_proxy_async_shared();");
   line(groupSync());
   return success();

@@ -40,12 +40,6 @@ class Emitter {
 
   // Global tensor access (EmitFragments.cpp)
   int tensorIndex(mlir::Value g) const;
-  // Element offset (in elements) of a tile element in a global slice, and the
-  // condition under which it is in range (tensor dims and `until` limits).
-  std::string globalElementOffset(mlir::Value g, mlir::ValueRange offsets,
-                                  llvm::ArrayRef<int64_t> dropped,
-                                  llvm::ArrayRef<std::string> tileIdx, std::string &inBounds,
-                                  mlir::ValueRange limits = {}, llvm::ArrayRef<int64_t> limitDims = {});
 
   // A global slice accessed tile element by tile element, with what does not
   // change per element hoisted: declared once before the element loop.

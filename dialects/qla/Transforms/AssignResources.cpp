@@ -37,13 +37,12 @@ struct AssignResources : ::mlir::qla::impl::QlaAssignResourcesBase<AssignResourc
     if (fn.isExternal()) return;
     Builder b(&getContext());
 
-    // The arena: tiles and op scratch placed by
-    // liveness (first fit): two tiles share bytes when their live ranges are
-    // disjoint, then the barriers. Swizzled tiles need 1024-byte alignment (the 8-row swizzle
+    // The arena: tiles and op scratch placed by liveness (first fit; two
+    // tiles share bytes when their live ranges are disjoint), then the
+    // barriers. Swizzled tiles need 1024-byte alignment (the 8-row swizzle
     // atom), other tiles 128 (TMA destinations); mbarriers 8 bytes.
     int64_t offset = 0;
     bool failed = false;
-    const int64_t base0 = 0;
 
     // Program positions: pre-order index, and the last index inside each op.
     llvm::DenseMap<Operation *, int64_t> pos, last;
@@ -113,7 +112,7 @@ struct AssignResources : ::mlir::qla::impl::QlaAssignResourcesBase<AssignResourc
     // of 1024-byte tiles), program order among equals.
     if (share) llvm::stable_sort(items, [](const Item &x, const Item &y) { return x.align > y.align; });
     for (const Item &it : items) {
-      int64_t off = alignTo(base0, it.align);
+      int64_t off = 0;
       if (share) {
         // Lowest aligned offset clear of every placed item whose range meets this one.
         bool moved = true;
