@@ -132,13 +132,17 @@ def list_rows(rows, path):
 # GPU part (torch imported only here)
 # ----------------------------------------------------------------------------
 
-def setup_fla_env():
+def setup_fla_env(warm_only=False):
     """FLA must not dispatch to its FlashQLA / TileLang backends: we time its
-    own Triton kernels, as the anchors did. Set before fla is imported."""
+    own Triton kernels, as the anchors did. Set before fla is imported. A
+    warm-up process (run in parallel with others) must not leave its autotune
+    choices on disk for the timed process: FLA_CACHE_RESULTS=0 there."""
+    if warm_only:
+        os.environ["FLA_CACHE_RESULTS"] = "0"
     os.environ["FLA_FLASH_QLA"] = "0"
     os.environ["FLA_TILELANG"] = "0"
     os.environ.setdefault("FLA_INTRACARD_CP", "0")  # as in our FLA anchor run of 2026-11-29
-    return {k: os.environ.get(k) for k in ("FLA_FLASH_QLA", "FLA_TILELANG", "FLA_INTRACARD_CP")}
+    return {k: os.environ.get(k) for k in ("FLA_FLASH_QLA", "FLA_TILELANG", "FLA_INTRACARD_CP", "FLA_CACHE_RESULTS")}
 
 
 def import_impls(args):
@@ -153,7 +157,7 @@ def import_impls(args):
         ours = qla.chunk_gated_delta_rule
         info["qla_module"] = os.path.dirname(qla.__file__)
     if not args.no_fla:
-        info["fla_env"] = setup_fla_env()
+        info["fla_env"] = setup_fla_env(args.warm_only)
         import fla as fla_pkg
         from fla.ops.gated_delta_rule import chunk_gated_delta_rule as fla
         info["fla_version"] = getattr(fla_pkg, "__version__", "?")

@@ -21,7 +21,7 @@ from . import QlaError, _load
 __all__ = ["chunk_gated_delta_rule", "warmup", "workspace_bytes"]
 
 _OP = "chunk_gated_delta_rule: "
-_ABI_VERSION = 1
+_ABI_VERSION = 2
 BF16, F16, F32, I32, I64 = 0, 1, 2, 3, 4
 
 
@@ -53,6 +53,7 @@ class _Args(ctypes.Structure):
         ("cu_seqlens", _Tensor),
         ("cu_seqlens_host", ctypes.POINTER(ctypes.c_int64)),
         ("stream", ctypes.c_void_p),
+        ("segment_chunks", ctypes.c_int64),
     ]
 
 
@@ -61,7 +62,7 @@ class _Config(ctypes.Structure):
                                               "use_qk_l2norm", "initial_state", "final_state")]
 
 
-assert ctypes.sizeof(_Tensor) == 88 and ctypes.sizeof(_Args) == 824 and ctypes.sizeof(_Config) == 36
+assert ctypes.sizeof(_Tensor) == 88 and ctypes.sizeof(_Args) == 832 and ctypes.sizeof(_Config) == 36
 
 
 def _lib():
@@ -141,7 +142,8 @@ def _as_tensor(name: str, t, device):
     return t
 
 
-def _forward(q, k, v, g, beta, scale, initial_state, output_final_state, cu_seqlens, use_qk_l2norm):
+def _forward(q, k, v, g, beta, scale, initial_state, output_final_state, cu_seqlens, use_qk_l2norm,
+             segment_chunks=0):
     import torch
 
     q = _as_tensor("q", q, None)
@@ -211,6 +213,7 @@ def _forward(q, k, v, g, beta, scale, initial_state, output_final_state, cu_seql
         a.cu_seqlens_host = ctypes.cast(ctypes.c_void_p(cu_host.data_ptr()), ctypes.POINTER(ctypes.c_int64))
     a.scale = float("nan") if scale is None else float(scale)
     a.use_qk_l2norm = 1 if use_qk_l2norm else 0
+    a.segment_chunks = int(segment_chunks)
 
     err = ctypes.create_string_buffer(4096)
     nbytes = ctypes.c_size_t(0)
@@ -234,9 +237,9 @@ def _autograd_function():
         class ChunkGatedDeltaRuleFunction(torch.autograd.Function):
             @staticmethod
             def forward(ctx, q, k, v, g, beta, scale, initial_state, output_final_state, cu_seqlens,
-                        use_qk_l2norm):
+                        use_qk_l2norm, segment_chunks):
                 o, final_state = _forward(q, k, v, g, beta, scale, initial_state, output_final_state, cu_seqlens,
-                                          use_qk_l2norm)
+                                          use_qk_l2norm, segment_chunks)
                 return o, final_state
 
             @staticmethod
@@ -249,20 +252,24 @@ def _autograd_function():
 
 def chunk_gated_delta_rule(q, k, v, g, beta, scale: float | None = None, initial_state=None,
                            output_final_state: bool = False, cu_seqlens=None,
-                           use_qk_l2norm_in_kernel: bool = False):
+                           use_qk_l2norm_in_kernel: bool = False, segment_chunks: int = 0):
     """The gated delta rule over chunks of 64 tokens (FLA's function of this name).
 
     q, k: [B, T, Hqk, K] bf16/f16; v: [B, T, Hv, V] (Hv % Hqk == 0; K, V in {64, 128});
     g: [B, T, Hv] f32 log decay; beta: [B, T, Hv] f32 or the input dtype;
     scale: default K ** -0.5; initial_state: [N, Hv, K, V] f32;
     cu_seqlens: [N + 1] int32/int64 offsets of N packed sequences (B must be 1);
-    use_qk_l2norm_in_kernel: L2-normalize q and k per head first.
+    use_qk_l2norm_in_kernel: L2-normalize q and k per head first;
+    segment_chunks (not in FLA's signature): context parallelism, 0 lets the
+    cost model decide, -1 never splits, n > 0 cuts long sequences into
+    segments of n chunks of 64 tokens (the result is the same either way, to
+    rounding).
 
     Returns (o [B, T, Hv, V] in the input dtype, final_state [N, Hv, K, V] f32
     or None unless output_final_state). Raises QlaError on bad input.
     """
     return _autograd_function().apply(q, k, v, g, beta, scale, initial_state, bool(output_final_state), cu_seqlens,
-                                      bool(use_qk_l2norm_in_kernel))
+                                      bool(use_qk_l2norm_in_kernel), int(segment_chunks))
 
 
 def warmup(dtype=None, K: int = 128, V: int = 128, beta_dtype=None, varlen: bool = False, cu_dtype=None,

@@ -27,6 +27,7 @@ import traceback
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BAR = 0.005          # rms relative error bar for o and the final state (GDN.md)
+SPLIT_SLACK = 1.25   # a split's error vs float64 may exceed the unsplit kernel's by this factor at most
 SELF_CHECK_BAR = 1e-10  # chunked float64 reference vs token-by-token float64 recurrence
 CHUNK = 64
 
@@ -254,6 +255,8 @@ def case_name(c):
         parts.append("l2norm-in-kernel")
     if c.get("scale") is not None:
         parts.append(f"scale={c['scale']}")
+    if c.get("seg"):
+        parts.append(f"seg={c['seg']}" if c["seg"] > 0 else "no-split")
     return " ".join(parts)
 
 
@@ -310,8 +313,16 @@ def build_cases():
               C(B=2, T=65, K=64, V=64, l2=True, gates="harsh")]
     # explicit scale
     cases.append(C(B=2, T=200, scale=0.5, h0=True))
-    # the large case: Qwen3.5 397B TP1 heads, 32k tokens
+    # exact context parallelism: sequences cut into segments of `seg` chunks
+    # (forced; the cost model picks its own for the large 2/8 case below)
+    cases += [C(B=2, T=1000, h0=True, seg=3), C(B=1, T=4096, gates="harsh", h0=True, seg=8),
+              C(B=2, T=333, Hqk=2, Hv=6, dtype="f16", seg=1), C(lens=L1, h0=True, gates="harsh", seg=2),
+              C(lens=L1, cu_dtype="i64", seg=5, beta="bf16"), C(lens=L2, seg=1, h0=True),
+              C(lens=L1, K=64, V=64, l2=True, h0=True, seg=1), C(B=1, T=1000, K=128, V=64, seg=2, ofs=False),
+              C(B=2, T=200, Hqk=1, Hv=3, K=64, V=128, l2=True, seg=1)]
+    # the large cases: Qwen3.5 397B TP1 heads, 32k tokens; few heads (split by the cost model)
     cases.append(C(B=1, T=32768, Hqk=16, Hv=64, h0=True, large=True))
+    cases.append(C(B=1, T=32768, Hqk=2, Hv=8, h0=True, gates="harsh", large=True))
     return cases
 
 
@@ -364,10 +375,11 @@ def check_outputs(case, inp, res):
     return ok, err_o, err_ht, "; ".join(notes)
 
 
-def call(fn, case, inp):
+def call(fn, case, inp, seg=None):
     return fn(inp["q"], inp["k"], inp["v"], inp["g"], inp["beta"], scale=case.get("scale"),
               initial_state=inp["initial_state"], output_final_state=case.get("ofs", True),
-              cu_seqlens=inp["cu_seqlens"], use_qk_l2norm_in_kernel=case.get("l2", False))
+              cu_seqlens=inp["cu_seqlens"], use_qk_l2norm_in_kernel=case.get("l2", False),
+              segment_chunks=case.get("seg", 0) if seg is None else seg)
 
 
 def run_case(fn, case, gen):
@@ -384,6 +396,24 @@ def run_case(fn, case, gen):
     if changed:
         ok = False
         note = "; ".join(filter(None, [note, "modified its inputs: " + ", ".join(changed)]))
+    if case.get("seg", 0) != 0 or case.get("large"):
+        # Split against unsplit on the same inputs. The split is exact
+        # algebra (S_end = P S_start + L, merged in fp32) but the recurrence
+        # rounds the state to bf16 for its products at other points, so the
+        # two differ by rounding where a head keeps its memory (bitwise equal
+        # where the gates forget the state within a chunk or two). The bar:
+        # the split is as accurate against float64 as the unsplit kernel.
+        whole = call(fn, case, inp, seg=-1)
+        torch.cuda.synchronize()
+        _, w_o, w_ht, _ = check_outputs(case, inp, whole)
+        d_o = rms_rel(res[0], whole[0])
+        d_ht = rms_rel(res[1], whole[1]) if case.get("ofs", True) else 0.0
+        note = "; ".join(filter(None, [note, f"vs unsplit o {d_o:.1e} ht {d_ht:.1e}; unsplit vs float64 o {w_o:.2e}"
+                                       + (f" ht {w_ht:.2e}" if case.get("ofs", True) else "")]))
+        worse = err_o > SPLIT_SLACK * w_o + 1e-5 or (case.get("ofs", True) and err_ht > SPLIT_SLACK * w_ht + 1e-5)
+        if worse:
+            ok = False
+            note += f" (split more than {SPLIT_SLACK}x the unsplit error)"
     return ok, err_o, err_ht, note
 
 
@@ -436,6 +466,10 @@ def bad_input_cases(fn):
     def wrong_dtype():
         q, k, v, g, beta = good()
         return fn(q.float(), k, v, g, beta)
+
+    def bad_segment_chunks():
+        q, k, v, g, beta = good()
+        return fn(q, k, v, g, beta, segment_chunks=-2)
 
     def mismatched_heads():
         q, k, v, g, beta = good()
@@ -500,6 +534,7 @@ def bad_input_cases(fn):
         ("v float16 with q/k bfloat16", v_dtype_differs, ["dtype", "float16", "half", "same type"]),
         ("g with 2 heads, v with 4", g_wrong_heads, ["shape", "head"]),
         ("initial_state for 3 sequences, cu_seqlens for 2", h0_wrong_count, ["initial_state", "state", "sequence"]),
+        ("segment_chunks = -2", bad_segment_chunks, ["segment_chunks"]),
     ]
 
 
@@ -650,7 +685,9 @@ def main():
         print("\nCUDA graph: capture, replay on new data in the same buffers, compare with an eager call (bar 1e-6)")
         gcases = [dict(B=2, T=333, Hqk=2, Hv=4, K=128, V=128, dtype="bf16", h0=True, ofs=True),
                   dict(lens=[1, 15, 64, 100, 411, 1500], Hqk=2, Hv=4, K=128, V=128, dtype="bf16", h0=True,
-                       ofs=True, cu_dtype="i32")]
+                       ofs=True, cu_dtype="i32"),
+                  dict(lens=[1, 15, 64, 100, 411, 1500], Hqk=2, Hv=4, K=128, V=128, dtype="bf16", h0=True,
+                       ofs=True, cu_dtype="i32", seg=2)]
         for c in gcases:
             c.setdefault("B", 1)
             name = "graph " + case_name(c)
@@ -669,6 +706,23 @@ def main():
             if broken:
                 print("the CUDA context is broken (asynchronous error): stopping")
                 break
+
+    # 3b. determinism: 100 calls on the same inputs give bitwise-identical outputs
+    if not broken:
+        print("\nrepeatability: 100 calls on the same inputs, outputs bitwise identical")
+        for c in (dict(B=2, T=1000, Hqk=2, Hv=4, K=128, V=128, dtype="bf16", h0=True, ofs=True),
+                  dict(lens=[1, 15, 64, 100, 411, 1500], Hqk=2, Hv=4, K=128, V=128, dtype="bf16", h0=True,
+                       ofs=True, cu_dtype="i32", seg=2)):
+            c.setdefault("B", 1)
+            t0 = time.time()
+            inp = make_inputs(c, gen)
+            first = call(fn, c, inp)
+            same = 0
+            for _ in range(100):
+                o, ht = call(fn, c, inp)
+                same += int(torch.equal(o, first[0]) and torch.equal(ht, first[1]))
+            torch.cuda.synchronize()
+            row("repeat " + case_name(c), None, None, same == 100, f"{same}/100 identical", time.time() - t0)
 
     # 4. bad inputs: must raise, naming the problem
     if not args.no_bad and not broken:

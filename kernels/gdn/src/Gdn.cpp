@@ -12,6 +12,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "Schedule.h"
 #include "qla/jit.h"
 
 namespace qla::gdn {
@@ -24,6 +25,7 @@ namespace {
 constexpr const char *kOp = "chunk_gated_delta_rule: ";
 constexpr const char *kPrepareFile = "gdn_fwd_prepare.qla";
 constexpr const char *kStateFile = "gdn_fwd_state.qla";
+constexpr const char *kMergeFile = "gdn_fwd_merge.qla";
 constexpr size_t kAlign = 256;       // workspace region alignment
 constexpr size_t kDummyBytes = 256;  // stands in for absent optional tensors
 constexpr int64_t kMaxExtent = (int64_t(1) << 31) - 1;  // dims are int32 in the kernels
@@ -140,28 +142,53 @@ std::vector<Named> namedTensors(const ForwardParams &p) {
 // Workspace layout
 //===----------------------------------------------------------------------===//
 
-// The kernels' chunk length (C in both .qla files).
-constexpr int64_t kChunk = 64;
-
 struct WorkspaceLayout {
   size_t w = 0, u = 0, gc = 0, dummy = 0, total = 0;  // byte offsets; total size
+  size_t hs = 0, ls = 0, ph = 0, pl = 0;               // segment states (schedule.split only)
   int64_t gcSlots = 0;                                 // GC's last dim: chunk slots × kChunk
+  Schedule schedule;
 };
+
+ForwardShape shapeOf(int64_t B, int64_t T, int64_t Hv, int64_t K, int64_t V, int64_t numSequences) {
+  ForwardShape s;
+  s.B = B;
+  s.T = T;
+  s.Hv = Hv;
+  s.K = K;
+  s.V = V;
+  s.numSequences = numSequences;
+  return s;
+}
 
 // GC is [B, Hv, gcSlots] f32: γ of chunk c of a sequence lives in slot
 // (bos / C + n + c) of C values (varlen; n the sequence index) or slot c
 // (fixed length), so that every chunk's γ starts 16-byte aligned for TMA.
 // Slots needed: cdiv(T, C) + N - 1 with N sequences (B = 1), cdiv(T, C) otherwise.
+// With a split schedule (context parallelism), HS and LS are [NZ, Hv, K, V]
+// f32 (segment start and end states) and PH, PL [NZ, Hv, K, K] bf16 (the
+// segments' state transitions as hi + lo), NZ the schedule's segment ids.
 WorkspaceLayout workspaceLayout(DType dtype, int64_t B, int64_t T, int64_t Hv, int64_t K, int64_t V,
-                                int64_t numSequences) {
+                                int64_t numSequences, int64_t segmentChunks) {
   auto align = [](size_t x) { return (x + kAlign - 1) / kAlign * kAlign; };
   const size_t eb = size_t(dtypeBytes(dtype));
   WorkspaceLayout l;
+  MachineModel m;
+  m.sms = deviceSmCount();
+  l.schedule = forwardSchedule(shapeOf(B, T, Hv, K, V, numSequences), m, segmentChunks);
   l.gcSlots = ((T + kChunk - 1) / kChunk + std::max<int64_t>(numSequences - 1, 0)) * kChunk;
   l.w = 0;
   l.u = align(l.w + size_t(B * T * Hv * K) * eb);
   l.gc = align(l.u + size_t(B * T * Hv * V) * eb);
-  l.dummy = align(l.gc + size_t(B * Hv * l.gcSlots) * 4);
+  size_t end = align(l.gc + size_t(B * Hv * l.gcSlots) * 4);
+  if (l.schedule.split) {
+    const size_t nz = size_t(l.schedule.numIds);
+    l.hs = end;
+    l.ls = align(l.hs + nz * size_t(Hv * K * V) * 4);
+    l.ph = align(l.ls + nz * size_t(Hv * K * V) * 4);
+    l.pl = align(l.ph + nz * size_t(Hv * K * K) * 2);
+    end = align(l.pl + nz * size_t(Hv * K * K) * 2);
+  }
+  l.dummy = end;
   l.total = l.dummy + kDummyBytes;
   return l;
 }
@@ -342,7 +369,8 @@ struct KernelSlot {
 };
 
 struct ConfigKernels {
-  KernelSlot *prepare = nullptr, *state = nullptr;
+  KernelSlot *prepare = nullptr, *state = nullptr;  // always launched
+  KernelSlot *segment = nullptr, *merge = nullptr;  // with a split schedule
 };
 
 std::mutex &registryMutex() {
@@ -394,6 +422,8 @@ ConfigKernels kernelsFor(const ForwardConfig &c) {
   ConfigKernels ck;
   ck.prepare = &slotFor(prepareKernelSpec(c));
   ck.state = &slotFor(stateKernelSpec(c));
+  ck.segment = &slotFor(segmentKernelSpec(c));
+  ck.merge = &slotFor(mergeKernelSpec(c));
   std::lock_guard<std::mutex> lock(registryMutex());
   memo[key] = ck;
   return ck;
@@ -463,7 +493,8 @@ std::string userName(const std::string &kernelTensor) {
   static const std::map<std::string, std::string> names = {
       {"Q", "q"},       {"Kt", "k"},          {"Vt", "v"},           {"G", "g"},
       {"Beta", "beta"}, {"CU", "cu_seqlens"}, {"H0", "initial_state"}, {"HT", "final_state"},
-      {"O", "o"},       {"W", "workspace (W)"}, {"U", "workspace (U)"}, {"GC", "workspace (GC)"}};
+      {"O", "o"},       {"W", "workspace (W)"}, {"U", "workspace (U)"}, {"GC", "workspace (GC)"},
+      {"HS", "workspace (HS)"}, {"LS", "workspace (LS)"}, {"PH", "workspace (PH)"}, {"PL", "workspace (PL)"}};
   auto it = names.find(kernelTensor);
   return it == names.end() ? kernelTensor : it->second;
 }
@@ -527,15 +558,18 @@ void checkAgainstKernel(const KernelSpec &spec, const KernelInfo &info, const rt
 struct Plan {
   ForwardConfig config;
   ConfigKernels kernels;
-  rt::LaunchArgs prepare, state;
-  std::array<int64_t, 3> prepareGrid{}, stateGrid{};
+  Schedule schedule;
+  rt::LaunchArgs prepare, state, segment, merge;  // segment, merge: schedule.split only
+  std::array<int64_t, 3> prepareGrid{}, stateGrid{}, segmentGrid{}, mergeGrid{};
 };
 
-// p validated.
-size_t workspaceBytesOf(const ForwardParams &p) {
-  return forwardWorkspaceBytes(p.q.dtype, p.q.shape[0], p.q.shape[1], p.v.shape[2], p.q.shape[3], p.v.shape[3],
-                               p.cu_seqlens ? p.cu_seqlens->shape[0] - 1 : 0);
+WorkspaceLayout layoutOf(const ForwardParams &p) {
+  return workspaceLayout(p.q.dtype, p.q.shape[0], p.q.shape[1], p.v.shape[2], p.q.shape[3], p.v.shape[3],
+                         p.cu_seqlens ? p.cu_seqlens->shape[0] - 1 : 0, p.segment_chunks);
 }
+
+// p validated.
+size_t workspaceBytesOf(const ForwardParams &p) { return layoutOf(p).total; }
 
 void checkWorkspace(const ForwardParams &p, void *workspace, size_t workspaceBytes) {
   const size_t need = workspaceBytesOf(p);
@@ -557,18 +591,30 @@ Plan buildPlan(const ForwardParams &p, void *workspace) {
   const ForwardConfig c = forwardConfig(p);
   plan.config = c;
   plan.kernels = kernelsFor(c);
+  const WorkspaceLayout l = layoutOf(p);
+  plan.schedule = l.schedule;
+  const bool split = l.schedule.split;
   const JitKernel &kp = compiled(*plan.kernels.prepare);
   const JitKernel &ks = compiled(*plan.kernels.state);
   const KernelInfo &ip = kp.info(), &is = ks.info();
-  const DType dt = c.dtype;
+  const DType dt = c.dtype, f32 = DType::F32, bf = DType::BF16;
   checkSignature(plan.kernels.prepare->spec, ip, {"Kt", "Vt", "G", "Beta", "CU", "W", "U", "GC"},
-                 {dt, dt, DType::F32, c.betaDtype, c.cuDtype, dt, dt, DType::F32}, 0);
-  checkSignature(plan.kernels.state->spec, is, {"Q", "Kt", "W", "U", "GC", "CU", "H0", "O", "HT"},
-                 {dt, dt, dt, dt, DType::F32, c.cuDtype, DType::F32, dt, DType::F32}, 1);
+                 {dt, dt, f32, c.betaDtype, c.cuDtype, dt, dt, f32}, 0);
+  const std::vector<std::string> stateNames = {"Q", "Kt", "W", "U", "GC", "CU", "H0", "O", "HT", "HS", "LS", "PH", "PL"};
+  const std::vector<DType> stateDtypes = {dt, dt, dt, dt, f32, c.cuDtype, f32, dt, f32, f32, f32, bf, bf};
+  checkSignature(plan.kernels.state->spec, is, stateNames, stateDtypes, 2);
+  const KernelInfo *iseg = nullptr, *imerge = nullptr;
+  if (split) {
+    iseg = &compiled(*plan.kernels.segment).info();
+    imerge = &compiled(*plan.kernels.merge).info();
+    checkSignature(plan.kernels.segment->spec, *iseg, stateNames, stateDtypes, 2);
+    checkSignature(plan.kernels.merge->spec, *imerge, {"GC", "CU", "LS", "PH", "PL", "HS"},
+                   {f32, c.cuDtype, f32, bf, bf, f32}, 1);
+  }
 
   const int64_t B = p.q.shape[0], T = p.q.shape[1], Hv = p.v.shape[2], K = p.q.shape[3], V = p.v.shape[3];
   const int64_t N = c.varlen ? p.cu_seqlens->shape[0] - 1 : B;
-  const WorkspaceLayout l = workspaceLayout(dt, B, T, Hv, K, V, c.varlen ? N : 0);
+  const int64_t NZ = l.schedule.numIds;
   char *ws = static_cast<char *>(workspace);
   void *dummy = ws + l.dummy;
 
@@ -579,19 +625,35 @@ Plan buildPlan(const ForwardParams &p, void *workspace) {
   rt::TensorArg CU = c.varlen ? arg(*p.cu_seqlens) : contiguousArg(dummy, {1});
   rt::TensorArg H0 = c.initialState ? arg(*p.initial_state) : contiguousArg(dummy, {N, Hv, K, V});
   rt::TensorArg HT = c.finalState ? arg(*p.final_state) : contiguousArg(dummy, {N, Hv, K, V});
+  // Without a split the segment tensors are never touched: the dummy stands in.
+  rt::TensorArg HS = contiguousArg(split ? ws + l.hs : dummy, {NZ, Hv, K, V});
+  rt::TensorArg LS = contiguousArg(split ? ws + l.ls : dummy, {NZ, Hv, K, V});
+  rt::TensorArg PH = contiguousArg(split ? ws + l.ph : dummy, {NZ, Hv, K, K});
+  rt::TensorArg PL = contiguousArg(split ? ws + l.pl : dummy, {NZ, Hv, K, K});
 
   plan.prepare.tensors = {arg(p.k), arg(p.v), arg(p.g), arg(p.beta), CU, W, U, GC};
   plan.prepare.stream = p.stream;
   const double scale = std::isnan(p.scale) ? 1.0 / std::sqrt(double(K)) : p.scale;
-  plan.state.tensors = {arg(p.q), arg(p.k), W, U, GC, CU, H0, arg(p.o), HT};
-  plan.state.scalars = {scale};
+  const double segChunks = double(l.schedule.segChunks);
+  plan.state.tensors = {arg(p.q), arg(p.k), W, U, GC, CU, H0, arg(p.o), HT, HS, LS, PH, PL};
+  plan.state.scalars = {scale, segChunks};
   plan.state.stream = p.stream;
+  if (split) {
+    plan.segment = plan.state;
+    plan.merge.tensors = {GC, CU, LS, PH, PL, HS};
+    plan.merge.scalars = {segChunks};
+    plan.merge.stream = p.stream;
+  }
 
   checkAgainstKernel(plan.kernels.prepare->spec, ip, plan.prepare);
   checkAgainstKernel(plan.kernels.state->spec, is, plan.state);
   try {
     plan.prepareGrid = rt::LoadedKernel::launchGridFor(ip, plan.prepare);
     plan.stateGrid = rt::LoadedKernel::launchGridFor(is, plan.state);
+    if (split) {
+      plan.segmentGrid = rt::LoadedKernel::launchGridFor(*iseg, plan.segment);
+      plan.mergeGrid = rt::LoadedKernel::launchGridFor(*imerge, plan.merge);
+    }
   } catch (const rt::Error &e) {
     fail(e.what());
   }
@@ -678,6 +740,9 @@ void validateForward(const ForwardParams &p) {
   }
 
   if (!std::isnan(p.scale) && !std::isfinite(p.scale)) fail("scale = " + std::to_string(p.scale) + " is not finite");
+  if (p.segment_chunks < -1)
+    fail("segment_chunks = " + std::to_string(p.segment_chunks) +
+         " (0: the cost model, -1: never split, n > 0: segments of n chunks)");
 
   // Layouts: q, k, v, o and the states are read/written by TMA (16-byte rows);
   // g, beta and cu_seqlens need a unit last-dim stride (the kernels' own
@@ -718,7 +783,7 @@ void validateForward(const ForwardParams &p) {
 }
 
 size_t forwardWorkspaceBytes(DType dtype, int64_t B, int64_t T, int64_t Hv, int64_t K, int64_t V,
-                             int64_t numSequences) {
+                             int64_t numSequences, int64_t segmentChunks) {
   if (B < 1 || T < 1 || Hv < 1 || K < 1 || V < 1 || B > kMaxExtent || T > kMaxExtent || Hv > kMaxExtent ||
       K > 128 || V > 128 || numSequences < 0 || numSequences > kMaxExtent || (numSequences > 0 && B != 1))
     fail("forwardWorkspaceBytes: bad sizes B = " + std::to_string(B) + ", T = " + std::to_string(T) +
@@ -726,7 +791,10 @@ size_t forwardWorkspaceBytes(DType dtype, int64_t B, int64_t T, int64_t Hv, int6
          ", numSequences = " + std::to_string(numSequences));
   if ((long double)B * T * roundUp(Hv, 4) * (K + V + 4) * 2 > (long double)kMaxBytes)
     fail("forwardWorkspaceBytes: the problem is too large");
-  return workspaceLayout(dtype, B, T, Hv, K, V, numSequences).total;
+  if (segmentChunks < -1)
+    fail("forwardWorkspaceBytes: segmentChunks = " + std::to_string(segmentChunks) +
+         " (0: the cost model, -1: never split, n > 0: segments of n chunks)");
+  return workspaceLayout(dtype, B, T, Hv, K, V, numSequences, segmentChunks).total;
 }
 
 size_t forwardWorkspaceBytes(const ForwardParams &p) {
@@ -813,7 +881,25 @@ KernelSpec stateKernelSpec(const ForwardConfig &c) {
                {"VARLEN", c.varlen ? "1" : "0"},
                {"L2NORM", c.l2norm ? "1" : "0"},
                {"HAS_H0", c.initialState ? "1" : "0"},
-               {"STORE_HT", c.finalState ? "1" : "0"}};
+               {"STORE_HT", c.finalState ? "1" : "0"},
+               {"PASS", "2"}};
+  return s;
+}
+
+KernelSpec segmentKernelSpec(const ForwardConfig &c) {
+  KernelSpec s = stateKernelSpec(c);
+  s.defines["STORE_HT"] = "0";  // pass 1 writes segment states only
+  s.defines["PASS"] = "1";
+  return s;
+}
+
+KernelSpec mergeKernelSpec(const ForwardConfig &c) {
+  KernelSpec s;
+  s.file = kMergeFile;
+  s.defines = {{"CT", dtypeName(c.varlen ? c.cuDtype : DType::I32)},
+               {"DK", std::to_string(c.K)},
+               {"DV", std::to_string(c.V)},
+               {"VARLEN", c.varlen ? "1" : "0"}};
   return s;
 }
 
@@ -836,12 +922,10 @@ void warmup(const ForwardConfig &c, bool loadOnGpu) {
   if (c.varlen && c.cuDtype != DType::I32 && c.cuDtype != DType::I64)
     fail(std::string("warmup: cu_seqlens dtype ") + dtypeName(c.cuDtype) + " is not i32 or i64");
   ConfigKernels ck = kernelsFor(c);
-  compiled(*ck.prepare);
-  compiled(*ck.state);
+  for (KernelSlot *k : {ck.prepare, ck.state, ck.segment, ck.merge}) compiled(*k);
   if (loadOnGpu && rt::gpuAvailable()) {
     CUcontext ctx = currentOrPrimaryContext();
-    loadedFor(*ck.prepare, ctx);
-    loadedFor(*ck.state, ctx);
+    for (KernelSlot *k : {ck.prepare, ck.state, ck.segment, ck.merge}) loadedFor(*k, ctx);
   }
 }
 
@@ -864,6 +948,18 @@ LaunchPlan planForward(const ForwardParams &p, void *workspace, size_t workspace
   lp.stateInfo = compiled(*plan.kernels.state).info();
   lp.prepareGrid = plan.prepareGrid;
   lp.stateGrid = plan.stateGrid;
+  lp.split = plan.schedule.split;
+  lp.segmentChunks = plan.schedule.segChunks;
+  if (lp.split) {
+    lp.segmentSpec = plan.kernels.segment->spec;
+    lp.mergeSpec = plan.kernels.merge->spec;
+    lp.segment = std::move(plan.segment);
+    lp.merge = std::move(plan.merge);
+    lp.segmentInfo = compiled(*plan.kernels.segment).info();
+    lp.mergeInfo = compiled(*plan.kernels.merge).info();
+    lp.segmentGrid = plan.segmentGrid;
+    lp.mergeGrid = plan.mergeGrid;
+  }
   return lp;
 }
 
@@ -872,19 +968,27 @@ void forward(const ForwardParams &p, void *workspace, size_t workspaceBytes) {
   checkWorkspace(p, workspace, workspaceBytes);
   CUcontext ctx = checkDevice(p, workspace, workspaceBytesOf(p));
   Plan plan = buildPlan(p, workspace);
-  // Load both modules before launching either, so that a load error leaves
-  // the outputs untouched too.
-  std::shared_ptr<rt::LoadedKernel> prep = loadedFor(*plan.kernels.prepare, ctx);
-  std::shared_ptr<rt::LoadedKernel> state = loadedFor(*plan.kernels.state, ctx);
-  try {
-    prep->launch(plan.prepare);
-  } catch (const std::exception &e) {
-    fail(std::string("launching ") + kPrepareFile + " failed: " + e.what());
+  // Load every module before launching any, so that a load error leaves the
+  // outputs untouched too.
+  struct Step {
+    std::shared_ptr<rt::LoadedKernel> kernel;
+    const rt::LaunchArgs *args;
+    const KernelSpec *spec;
+  };
+  std::vector<Step> steps;
+  auto add = [&](KernelSlot *k, const rt::LaunchArgs &a) { steps.push_back({loadedFor(*k, ctx), &a, &k->spec}); };
+  add(plan.kernels.prepare, plan.prepare);
+  if (plan.schedule.split) {
+    add(plan.kernels.segment, plan.segment);
+    add(plan.kernels.merge, plan.merge);
   }
-  try {
-    state->launch(plan.state);
-  } catch (const std::exception &e) {
-    fail(std::string("launching ") + kStateFile + " failed: " + e.what());
+  add(plan.kernels.state, plan.state);
+  for (const Step &s : steps) {
+    try {
+      s.kernel->launch(*s.args);
+    } catch (const std::exception &e) {
+      fail("launching " + s.spec->str() + " failed: " + e.what());
+    }
   }
 }
 

@@ -62,6 +62,7 @@ qla::gdn::ForwardParams paramsOf(const qla_gdn_forward_args *a) {
   p.use_qk_l2norm = a->use_qk_l2norm != 0;
   p.cu_seqlens_host = a->cu_seqlens_host;
   p.stream = static_cast<CUstream>(a->stream);
+  p.segment_chunks = a->segment_chunks;
   return p;
 }
 

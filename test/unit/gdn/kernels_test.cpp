@@ -29,7 +29,7 @@ using qla::test::joined;
 
 namespace {
 
-const char *kFiles[] = {"gdn_fwd_prepare.qla", "gdn_fwd_state.qla"};
+const char *kFiles[] = {"gdn_fwd_prepare.qla", "gdn_fwd_state.qla", "gdn_fwd_merge.qla"};
 
 bool kernelsPresent() {
   for (const char *f : kFiles)
@@ -50,7 +50,11 @@ Expected expectedSignature(const KernelSpec &spec, const ForwardConfig &c) {
   const DType dt = c.dtype, f32 = DType::F32, cu = c.varlen ? c.cuDtype : DType::I32;
   if (spec.file == "gdn_fwd_prepare.qla")
     return {{"Kt", "Vt", "G", "Beta", "CU", "W", "U", "GC"}, {dt, dt, f32, c.betaDtype, cu, dt, dt, f32}, 0};
-  return {{"Q", "Kt", "W", "U", "GC", "CU", "H0", "O", "HT"}, {dt, dt, dt, dt, f32, cu, f32, dt, f32}, 1};
+  if (spec.file == "gdn_fwd_merge.qla")
+    return {{"GC", "CU", "LS", "PH", "PL", "HS"}, {f32, cu, f32, DType::BF16, DType::BF16, f32}, 1};
+  return {{"Q", "Kt", "W", "U", "GC", "CU", "H0", "O", "HT", "HS", "LS", "PH", "PL"},
+          {dt, dt, dt, dt, f32, cu, f32, dt, f32, f32, f32, DType::BF16, DType::BF16},
+          2};
 }
 
 void checkSignature(const KernelSpec &spec, const ForwardConfig &c, const qla::KernelInfo &info) {
@@ -61,10 +65,14 @@ void checkSignature(const KernelSpec &spec, const ForwardConfig &c, const qla::K
     CHECK(info.tensors[i].name == e.names[i]);
     CHECK(info.tensors[i].dtype == e.dtypes[i]);
   }
-  CHECK(info.scalars.size() == e.scalars);
-  if (e.scalars) {
+  REQUIRE(info.scalars.size() == e.scalars);
+  if (e.scalars == 2) {
     CHECK(info.scalars[0].name == "scale");
     CHECK(info.scalars[0].dtype == DType::F32);
+  }
+  if (e.scalars) {
+    CHECK(info.scalars[e.scalars - 1].name == "ls");  // segment length in chunks
+    CHECK(info.scalars[e.scalars - 1].dtype == DType::I32);
   }
   CHECK(info.threads == 128);
 }
@@ -112,15 +120,19 @@ int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 TEST_CASE("GDN: specializations", "[gdn][kernels]") {
   std::vector<ForwardConfig> all = qla::gdn::allForwardConfigs();
   CHECK(all.size() == 384);
-  std::set<std::string> distinct, prep, state;
+  std::set<std::string> distinct, prep, state, segment, merge;
   for (auto &c : all) {
     distinct.insert(c.str());
     prep.insert(qla::gdn::prepareKernelSpec(c).str());
     state.insert(qla::gdn::stateKernelSpec(c).str());
+    segment.insert(qla::gdn::segmentKernelSpec(c).str());
+    merge.insert(qla::gdn::mergeKernelSpec(c).str());
   }
   CHECK(distinct.size() == all.size());
   CHECK(prep.size() == 96);
   CHECK(state.size() == 192);
+  CHECK(segment.size() == 96);  // pass 1 never stores the final state
+  CHECK(merge.size() == 12);    // cu dtype (none, i32, i64) x K x V
 
   ForwardConfig c;
   c.varlen = true;
@@ -129,8 +141,12 @@ TEST_CASE("GDN: specializations", "[gdn][kernels]") {
   CHECK(qla::gdn::prepareKernelSpec(c).str() ==
         "gdn_fwd_prepare.qla -D BT=f32 -D CT=i64 -D DK=128 -D DT=bf16 -D DV=128 -D L2NORM=0 -D VARLEN=1");
   CHECK(qla::gdn::stateKernelSpec(c).str() ==
-        "gdn_fwd_state.qla -D CT=i64 -D DK=128 -D DT=bf16 -D DV=128 -D HAS_H0=1 -D L2NORM=0 -D STORE_HT=0 -D "
-        "VARLEN=1");
+        "gdn_fwd_state.qla -D CT=i64 -D DK=128 -D DT=bf16 -D DV=128 -D HAS_H0=1 -D L2NORM=0 -D PASS=2 -D "
+        "STORE_HT=0 -D VARLEN=1");
+  CHECK(qla::gdn::segmentKernelSpec(c).str() ==
+        "gdn_fwd_state.qla -D CT=i64 -D DK=128 -D DT=bf16 -D DV=128 -D HAS_H0=1 -D L2NORM=0 -D PASS=1 -D "
+        "STORE_HT=0 -D VARLEN=1");
+  CHECK(qla::gdn::mergeKernelSpec(c).str() == "gdn_fwd_merge.qla -D CT=i64 -D DK=128 -D DV=128 -D VARLEN=1");
 
   // A call's configuration.
   std::vector<int64_t> offs = {0, 3, 100};
@@ -164,7 +180,8 @@ TEST_CASE("GDN: every specialization compiles through the QLA compiler with the 
   int n = 0;
   auto t0 = std::chrono::steady_clock::now();
   for (const ForwardConfig &c : qla::gdn::allForwardConfigs()) {
-    for (const KernelSpec &spec : {qla::gdn::prepareKernelSpec(c), qla::gdn::stateKernelSpec(c)}) {
+    for (const KernelSpec &spec : {qla::gdn::prepareKernelSpec(c), qla::gdn::stateKernelSpec(c),
+                                   qla::gdn::segmentKernelSpec(c), qla::gdn::mergeKernelSpec(c)}) {
       if (!done.insert(spec.str()).second) continue;
       qla::CompileOptions o;
       o.defines = spec.defines;
@@ -177,11 +194,12 @@ TEST_CASE("GDN: every specialization compiles through the QLA compiler with the 
       ++n;
     }
   }
-  CHECK(n == 96 + 192);
+  CHECK(n == 96 + 192 + 96 + 12);
 
   // How the default specialization passes each tensor (for the record).
   ForwardConfig c;
-  for (const KernelSpec &spec : {qla::gdn::prepareKernelSpec(c), qla::gdn::stateKernelSpec(c)}) {
+  for (const KernelSpec &spec : {qla::gdn::prepareKernelSpec(c), qla::gdn::stateKernelSpec(c),
+                                 qla::gdn::segmentKernelSpec(c), qla::gdn::mergeKernelSpec(c)}) {
     qla::CompileOptions o;
     o.defines = spec.defines;
     qla::CompiledKernel k;
@@ -249,6 +267,7 @@ TEST_CASE("GDN: launch plans match the compiled kernels", "[gdn][kernels][nvrtc]
     if (c.initialState) p.initial_state = stateRef(6, N, cs.shape);
     if (c.finalState) p.final_state = stateRef(7, N, cs.shape);
     if (c.varlen) p.cu_seqlens_host = cs.offsets.data();
+    p.segment_chunks = -1;  // the plan without context parallelism (split plans: below)
     REQUIRE(qla::gdn::forwardConfig(p) == c);
 
     const size_t n = qla::gdn::forwardWorkspaceBytes(p);
@@ -261,21 +280,23 @@ TEST_CASE("GDN: launch plans match the compiled kernels", "[gdn][kernels][nvrtc]
     checkSignature(plan.prepareSpec, c, plan.prepareInfo);
     checkSignature(plan.stateSpec, c, plan.stateInfo);
 
-    // Grids (KERNELS.md): prepare (B*cdiv(T,64) + NCU - 1, HV), state (DV/BV, HV, max(B, NCU - 1))
-    // with BV the state kernel's V slice (a constant of the kernel: 32 or 64).
+    // Grids (KERNELS.md): prepare (B*cdiv(T,64) + NCU - 1, HV), state (DV/BV, HV, NZ)
+    // with BV the state kernel's V slice (a constant of the kernel: 32 or 64)
+    // and NZ the segment ids: B, or N + 1 with varlen, when nothing is split.
     const int64_t NCU = c.varlen ? N + 1 : 1;
     CHECK(plan.prepareGrid == std::array<int64_t, 3>{B * cdiv(T, 64) + NCU - 1, Hv, 1});
     CHECK(plan.stateGrid[0] >= 1);
     CHECK(V % plan.stateGrid[0] == 0);
     CHECK(V / plan.stateGrid[0] >= 16);
     CHECK(plan.stateGrid[1] == Hv);
-    CHECK(plan.stateGrid[2] == std::max(B, NCU - 1));
+    CHECK_FALSE(plan.split);
+    CHECK(plan.stateGrid[2] == (c.varlen ? N + 1 : B));
 
     // Arguments: user tensors passed as they are, scratch inside the workspace.
     auto &pt = plan.prepare.tensors;
     auto &st = plan.state.tensors;
     REQUIRE(pt.size() == 8);
-    REQUIRE(st.size() == 9);
+    REQUIRE(st.size() == 13);
     CHECK(pt[0].data == p.k.data);
     CHECK(pt[1].data == p.v.data);
     CHECK(pt[2].data == p.g.data);
@@ -312,8 +333,10 @@ TEST_CASE("GDN: launch plans match the compiled kernels", "[gdn][kernels][nvrtc]
     CHECK(st[8].data == (c.finalState ? p.final_state->data : dummy));
     CHECK(st[6].shape == std::vector<int64_t>{N, Hv, K, V});
     CHECK(st[8].shape == std::vector<int64_t>{N, Hv, K, V});
-    REQUIRE(plan.state.scalars.size() == 1);
+    for (int i = 9; i < 13; ++i) CHECK(st[i].data == dummy);  // no split: segment states unused
+    REQUIRE(plan.state.scalars.size() == 2);
     CHECK(plan.state.scalars[0] == Approx(1.0 / std::sqrt(double(K))));
+    CHECK(plan.state.scalars[1] == double(int64_t(1) << 30));
   }
 
   SECTION("explicit scale and stream") {
@@ -321,7 +344,7 @@ TEST_CASE("GDN: launch plans match the compiled kernels", "[gdn][kernels][nvrtc]
     p.scale = 0.25;
     p.stream = reinterpret_cast<CUstream>(0x1234);
     qla::gdn::LaunchPlan plan = qla::gdn::planForward(p, fakeWorkspace(), qla::gdn::forwardWorkspaceBytes(p));
-    CHECK(plan.state.scalars == std::vector<double>{0.25});
+    CHECK(plan.state.scalars == std::vector<double>{0.25, double(int64_t(1) << 30)});
     CHECK(plan.prepare.stream == p.stream);
     CHECK(plan.state.stream == p.stream);
   }
@@ -344,4 +367,67 @@ TEST_CASE("GDN: launch plans match the compiled kernels", "[gdn][kernels][nvrtc]
     CHECK(plan.state.tensors[0].strides[1] == row);
     CHECK(plan.state.tensors[0].strides[0] % 8 == 0);  // the unused batch stride made TMA-friendly
   }
+}
+
+TEST_CASE("GDN: context-parallel launch plans", "[gdn][kernels][nvrtc]") {
+  if (!kernelsPresent()) return;
+  for (bool varlen : {false, true}) {
+    INFO("varlen " << varlen);
+    Shape s;
+    s.B = varlen ? 1 : 2;
+    s.T = 1000;
+    s.Hqk = 2;
+    s.Hv = 4;
+    std::vector<int64_t> offs = {0, 1, 700, 1000};
+    ForwardParams p = varlen ? varlenParams(offs, DType::I32, s) : validParams(s);
+    if (varlen) p.cu_seqlens_host = offs.data();
+    const int64_t N = varlen ? 3 : 2, T = p.q.shape[1], Hv = 4, K = 128, V = 128;
+    p.initial_state = stateRef(6, N, s);
+    p.final_state = stateRef(7, N, s);
+    p.segment_chunks = 3;
+    const size_t n = qla::gdn::forwardWorkspaceBytes(p);
+    p.segment_chunks = -1;
+    const size_t whole = qla::gdn::forwardWorkspaceBytes(p);
+    p.segment_chunks = 3;
+    // Segment ids: B * cdiv(cdiv(T, 64), 3), or N + cdiv(cdiv(T, 64) + N, 3).
+    const int64_t NZ = varlen ? N + cdiv(cdiv(T, 64) + N, 3) : 2 * cdiv(cdiv(T, 64), 3);
+    CHECK(n == whole + ((size_t(NZ * Hv * K * V) * 8 + 255) / 256 * 256) + 2 * ((size_t(NZ * Hv * K * K) * 2 + 255) / 256 * 256));
+    qla::gdn::LaunchPlan plan;
+    try {
+      plan = qla::gdn::planForward(p, fakeWorkspace(), n);
+    } catch (const std::exception &e) {
+      FAIL(e.what());
+    }
+    REQUIRE(plan.split);
+    CHECK(plan.segmentChunks == 3);
+    ForwardConfig c = qla::gdn::forwardConfig(p);
+    checkSignature(plan.segmentSpec, c, plan.segmentInfo);
+    checkSignature(plan.mergeSpec, c, plan.mergeInfo);
+    CHECK(plan.segmentSpec.defines.at("PASS") == "1");
+    // Pass 1 runs V and K column slices; both passes cover every segment id.
+    CHECK(plan.segmentGrid == std::array<int64_t, 3>{(V + K) / 32, Hv, NZ});
+    CHECK(plan.stateGrid == std::array<int64_t, 3>{V / 32, Hv, NZ});
+    CHECK(plan.mergeGrid == std::array<int64_t, 3>{V / 32, Hv, N});
+    auto &st = plan.state.tensors;
+    auto &mt = plan.merge.tensors;
+    REQUIRE(st.size() == 13);
+    REQUIRE(mt.size() == 6);
+    char *ws = static_cast<char *>(fakeWorkspace());
+    for (int i = 9; i < 13; ++i) {
+      CHECK(static_cast<char *>(st[i].data) >= ws);
+      CHECK(static_cast<char *>(st[i].data) + 256 <= ws + n - 256);
+      CHECK(st[i].shape[0] == NZ);
+      CHECK(plan.segment.tensors[i].data == st[i].data);
+    }
+    CHECK(mt[2].data == st[10].data);  // LS
+    CHECK(mt[3].data == st[11].data);  // PH
+    CHECK(mt[4].data == st[12].data);  // PL
+    CHECK(mt[5].data == st[9].data);   // HS
+    CHECK(st[11].shape == std::vector<int64_t>{NZ, Hv, K, K});
+    CHECK(plan.state.scalars[1] == 3.0);
+    CHECK(plan.merge.scalars == std::vector<double>{3.0});
+  }
+  ForwardParams p = validParams();
+  p.segment_chunks = -2;
+  CHECK_THROWS_WITH(qla::gdn::forwardWorkspaceBytes(p), Catch::Contains("segment_chunks = -2"));
 }

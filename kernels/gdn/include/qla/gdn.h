@@ -68,6 +68,10 @@ struct ForwardParams {
   // (starts at 0, non-decreasing, ends at T). Leave null under graph capture.
   const int64_t *cu_seqlens_host = nullptr;
   CUstream stream = nullptr;
+  // Context parallelism: 0 lets the cost model choose whether to cut long
+  // sequences into segments (KERNELS.md); -1 never cuts; n > 0 cuts them into
+  // segments of n chunks of 64 tokens (for tests and experiments).
+  int64_t segment_chunks = 0;
 };
 
 // Host-side checks of every dtype, shape, stride, alignment and of the host
@@ -82,7 +86,7 @@ void validateForward(const ForwardParams &p);
 // with cu_seqlens (then B = 1), 0 without.
 size_t forwardWorkspaceBytes(const ForwardParams &p);
 size_t forwardWorkspaceBytes(DType dtype, int64_t B, int64_t T, int64_t Hv, int64_t K, int64_t V,
-                             int64_t numSequences = 0);
+                             int64_t numSequences = 0, int64_t segmentChunks = 0);
 
 // Validates, then launches prepare and state on p.stream. `workspace`: a
 // device buffer of at least forwardWorkspaceBytes(p) bytes, 256-byte aligned,
@@ -122,7 +126,9 @@ struct KernelSpec {
   std::string str() const;                     // "gdn_fwd_prepare.qla -D DT=bf16 -D DK=128 ..."
 };
 KernelSpec prepareKernelSpec(const ForwardConfig &c);  // DT BT CT DK DV VARLEN L2NORM
-KernelSpec stateKernelSpec(const ForwardConfig &c);    // DT CT DK DV VARLEN L2NORM HAS_H0 STORE_HT
+KernelSpec stateKernelSpec(const ForwardConfig &c);    // DT CT DK DV VARLEN L2NORM HAS_H0 STORE_HT PASS=2
+KernelSpec segmentKernelSpec(const ForwardConfig &c);  // the state kernel's PASS=1 (context parallelism)
+KernelSpec mergeKernelSpec(const ForwardConfig &c);    // CT DK DV VARLEN
 
 // The .qla sources embedded at build time (file name → source).
 const std::vector<std::pair<std::string, std::string>> &embeddedKernelSources();
@@ -147,6 +153,15 @@ struct LaunchPlan {
   rt::LaunchArgs prepare, state;      // tensors in kernel order, scalars, stream
   KernelInfo prepareInfo, stateInfo;  // the compiled kernels' signatures
   std::array<int64_t, 3> prepareGrid{}, stateGrid{};
+  // Context parallelism: with split, the state kernel's pass 1 (segment) and
+  // the merge run between prepare and state (launch order: prepare, segment,
+  // merge, state); segmentChunks is the segment length (2^30: no split).
+  bool split = false;
+  int64_t segmentChunks = 0;
+  KernelSpec segmentSpec, mergeSpec;
+  rt::LaunchArgs segment, merge;
+  KernelInfo segmentInfo, mergeInfo;
+  std::array<int64_t, 3> segmentGrid{}, mergeGrid{};
 };
 LaunchPlan planForward(const ForwardParams &p, void *workspace, size_t workspaceBytes);
 

@@ -19,7 +19,7 @@
 extern "C" {
 #endif
 
-#define QLA_GDN_ABI_VERSION 1
+#define QLA_GDN_ABI_VERSION 2
 
 /* Dtype codes (the values of qla::DType). */
 enum { QLA_GDN_BF16 = 0, QLA_GDN_F16 = 1, QLA_GDN_F32 = 2, QLA_GDN_I32 = 3, QLA_GDN_I64 = 4 };
@@ -48,6 +48,7 @@ typedef struct qla_gdn_forward_args {
   qla_gdn_tensor cu_seqlens;    /* optional [N + 1] i32/i64, requires B = 1 */
   const int64_t *cu_seqlens_host; /* optional host copy (cu_seqlens.shape[0] values), to validate */
   void *stream;               /* CUstream / cudaStream_t; NULL: the default stream */
+  int64_t segment_chunks;     /* context parallelism: 0 the cost model, -1 never, n > 0 segments of n chunks */
 } qla_gdn_forward_args;
 
 /* Specialization selector for qla_gdn_forward_warmup. */

@@ -1,0 +1,101 @@
+// The GDN forward's cost model (Schedule.h).
+#include "Schedule.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include <cuda.h>
+
+namespace qla::gdn {
+namespace {
+
+int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// A pass of `units` equally long CTAs of `chunks` chunks each: the busiest
+// SM holds k = cdiv(units, sms) of them, run `resident` at a time, each
+// chunk step taking `pair` while they share the SM and `alone` otherwise.
+double passUs(int64_t units, int64_t chunks, double alone, double pair, const MachineModel &m) {
+  const int64_t k = cdiv(units, m.sms);
+  const int64_t waves = cdiv(k, m.resident);
+  const double step = k <= 1 ? alone : double(k / m.resident) * pair + double(k % m.resident) * alone;
+  return double(waves) * m.waveStartUs + double(chunks) * step;
+}
+
+}  // namespace
+
+int64_t segmentIds(const ForwardShape &s, int64_t segChunks) {
+  const int64_t chunks = cdiv(s.T, kChunk);
+  // Varlen: segment j of sequence n has id n + (bos / C + n) / ls + j, below
+  // N + (cdiv(T, C) + N) / ls (see gdn_fwd_state.qla).
+  if (s.numSequences > 0) return s.numSequences + cdiv(chunks + s.numSequences, segChunks);
+  return s.B * cdiv(chunks, segChunks);
+}
+
+Schedule forwardSchedule(const ForwardShape &s, const MachineModel &m, int64_t force) {
+  const int64_t N = s.numSequences > 0 ? s.numSequences : s.B;
+  // Sequence length in chunks. With cu_seqlens only the total is known on the
+  // host: the model takes the N sequences as equally long, and the device
+  // cuts each real sequence by the chosen segment length, so a long one in a
+  // mix still gets split.
+  const int64_t chunks = s.numSequences > 0 ? std::max<int64_t>(1, cdiv(s.T, kChunk * N)) : cdiv(s.T, kChunk);
+  const int64_t nV = s.V / kSlice, nK = s.K / kSlice, heads = N * s.Hv;
+
+  auto cost = [&](int64_t ls) {
+    const int64_t ns = cdiv(chunks, ls);
+    if (ns <= 1) return passUs(heads * nV, chunks, m.pass2AloneUs, m.pass2PairUs, m);
+    const double pass1 = passUs(heads * ((ns - 1) * nV + (ns - 2) * nK), ls, m.pass1AloneUs, m.pass1PairUs, m);
+    const double pass2 = passUs(heads * ns * nV, ls, m.pass2AloneUs, m.pass2PairUs, m);
+    return pass1 + m.mergeStepUs * double(ns - 2) + 2 * m.launchUs + pass2;
+  };
+
+  Schedule best;
+  best.predictedUs = cost(kNoSplit);
+  if (force > 0) {
+    best.segChunks = force;
+    best.predictedUs = cost(force);
+  } else if (force == 0) {
+    const double whole = best.predictedUs;
+    for (int64_t ns = 2; ns <= 64 && ns <= chunks; ++ns) {
+      const int64_t ls = cdiv(chunks, ns);
+      const double t = cost(ls);
+      // Split only for a clear gain: the model is a model.
+      if (t < 0.85 * whole && t < best.predictedUs) {
+        best.segChunks = ls;
+        best.predictedUs = t;
+      }
+    }
+  }
+  best.numIds = segmentIds(s, best.segChunks);
+  // The passes run whenever some sequence can have more than one segment.
+  best.split = best.segChunks < kNoSplit &&
+               (s.numSequences > 0 ? cdiv(s.T, kChunk) > best.segChunks : chunks > best.segChunks);
+  if (!best.split) {
+    best.segChunks = kNoSplit;
+    best.numIds = segmentIds(s, kNoSplit);
+  }
+  return best;
+}
+
+int deviceSmCount() {
+  static const int count = [] {
+    void *lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return 132;
+    using GetAttr = CUresult (*)(int *, CUdevice_attribute, CUdevice);
+    using CtxDev = CUresult (*)(CUdevice *);
+    using Init = CUresult (*)(unsigned);
+    auto init = reinterpret_cast<Init>(::dlsym(lib, "cuInit"));
+    auto attr = reinterpret_cast<GetAttr>(::dlsym(lib, "cuDeviceGetAttribute"));
+    auto ctxDev = reinterpret_cast<CtxDev>(::dlsym(lib, "cuCtxGetDevice"));
+    if (!init || !attr || init(0) != CUDA_SUCCESS) return 132;
+    CUdevice dev = 0;
+    if (!ctxDev || ctxDev(&dev) != CUDA_SUCCESS) dev = 0;
+    int n = 0;
+    if (attr(&n, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev) != CUDA_SUCCESS || n < 1) return 132;
+    return n;
+  }();
+  return count;
+}
+
+}  // namespace qla::gdn

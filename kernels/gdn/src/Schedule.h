@@ -1,0 +1,54 @@
+// The GDN forward's schedule: whether and how finely the recurrence splits
+// long sequences into segments (exact context parallelism, KERNELS.md), chosen
+// by a cost model from the shapes alone (no look at cu_seqlens' values, so no
+// host synchronization; the device cuts each sequence by the chosen length).
+#pragma once
+
+#include <cstdint>
+
+namespace qla::gdn {
+
+// The kernels' chunk length and V slice width (C and BV in the .qla files).
+constexpr int64_t kChunk = 64;
+constexpr int64_t kSlice = 32;
+// Segment length meaning "never split": every sequence is one segment.
+constexpr int64_t kNoSplit = int64_t(1) << 30;
+
+struct ForwardShape {
+  int64_t B = 1, T = 1, Hv = 1, K = 128, V = 128;
+  int64_t numSequences = 0;  // N with cu_seqlens (B = 1), 0 without
+};
+
+struct Schedule {
+  int64_t segChunks = kNoSplit;  // segment length in chunks
+  int64_t numIds = 1;            // segment ids: grid z of the state passes (NZ)
+  bool split = false;            // passes 1 and the merge run
+  double predictedUs = 0;        // the model's time of the recurrence, µs
+};
+
+// The machine the model describes: SMs, CTAs resident per SM, and the
+// recurrence's per-chunk step times, measured on the H200 with
+// bench/gdn_context_parallel.py (docs/performance.md): pass 2 (the full step)
+// alone on an SM and two per SM, pass 1 (no output) likewise.
+struct MachineModel {
+  int sms = 132;
+  int resident = 2;             // CTAs of either pass per SM (shared memory)
+  double pass2AloneUs = 2.2;
+  double pass2PairUs = 3.0;     // each of two CTAs sharing an SM
+  double pass1AloneUs = 1.0;
+  double pass1PairUs = 1.13;
+  double waveStartUs = 4.0;     // a wave of CTAs starting: state load, first loads
+  double mergeStepUs = 3.0;     // one segment step of the merge
+  double launchUs = 3.0;        // each extra kernel
+};
+
+// `force`: 0 picks by the model; -1 never splits; n > 0 segments of n chunks.
+Schedule forwardSchedule(const ForwardShape &s, const MachineModel &m, int64_t force = 0);
+
+// Segment ids for a segment length (the grid z of both state passes).
+int64_t segmentIds(const ForwardShape &s, int64_t segChunks);
+
+// The SM count of the current (or first) CUDA device; 132 (H200) without one.
+int deviceSmCount();
+
+}  // namespace qla::gdn

@@ -1,0 +1,97 @@
+// The GDN forward's cost model and segment numbering (kernels/gdn/src/Schedule.h),
+// no GPU: which shapes split, that forcing works, and that the varlen segment
+// ids the kernels compute (gdn_fwd_state.qla) are distinct, increasing and
+// below the count the workspace is sized for.
+#include <catch2/catch.hpp>
+
+#include <random>
+#include <vector>
+
+#include "../../../kernels/gdn/src/Schedule.h"
+
+using qla::gdn::ForwardShape;
+using qla::gdn::MachineModel;
+using qla::gdn::Schedule;
+
+namespace {
+
+ForwardShape shape(int64_t B, int64_t T, int64_t Hv, int64_t N = 0) {
+  ForwardShape s;
+  s.B = B;
+  s.T = T;
+  s.Hv = Hv;
+  s.numSequences = N;
+  return s;
+}
+
+int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+TEST_CASE("GDN schedule: few heads and long sequences split, many heads do not", "[gdn][schedule]") {
+  MachineModel m;  // H200
+  Schedule s = qla::gdn::forwardSchedule(shape(1, 32768, 8), m);
+  CHECK(s.split);
+  CHECK(s.segChunks >= 8);
+  CHECK(s.segChunks < 512);
+  CHECK(s.numIds == cdiv(512, s.segChunks));
+  // The split is predicted faster than the whole sequence by the same model.
+  Schedule whole = qla::gdn::forwardSchedule(shape(1, 32768, 8), m, -1);
+  CHECK_FALSE(whole.split);
+  CHECK(s.predictedUs < 0.85 * whole.predictedUs);
+
+  for (auto sh : {shape(1, 32768, 64), shape(4, 8192, 64), shape(1, 512, 8), shape(8, 1024, 8)}) {
+    Schedule t = qla::gdn::forwardSchedule(sh, m);
+    INFO("B " << sh.B << " T " << sh.T << " Hv " << sh.Hv);
+    CHECK_FALSE(t.split);
+    CHECK(t.segChunks == qla::gdn::kNoSplit);
+    CHECK(t.numIds == sh.B);
+  }
+  // Varlen without a split: one id per sequence plus one spare.
+  Schedule v = qla::gdn::forwardSchedule(shape(1, 8192, 64, 4), m);
+  CHECK_FALSE(v.split);
+  CHECK(v.numIds == 5);
+  // A varlen batch whose total is long splits too (each sequence is cut on the device).
+  CHECK(qla::gdn::forwardSchedule(shape(1, 32768, 8, 2), m).split);
+}
+
+TEST_CASE("GDN schedule: forcing a segment length", "[gdn][schedule]") {
+  MachineModel m;
+  Schedule s = qla::gdn::forwardSchedule(shape(2, 1000, 64), m, 3);
+  CHECK(s.split);
+  CHECK(s.segChunks == 3);
+  CHECK(s.numIds == 2 * cdiv(16, 3));
+  // A segment as long as the sequence is no split.
+  CHECK_FALSE(qla::gdn::forwardSchedule(shape(2, 1000, 64), m, 16).split);
+  CHECK_FALSE(qla::gdn::forwardSchedule(shape(1, 32768, 8), m, -1).split);
+}
+
+TEST_CASE("GDN schedule: varlen segment ids are distinct, increasing and in range", "[gdn][schedule]") {
+  std::mt19937 rng(1234);
+  for (int trial = 0; trial < 2000; ++trial) {
+    const int N = 1 + int(rng() % 12);
+    std::vector<int64_t> cu = {0};
+    for (int i = 0; i < N; ++i) {
+      const int kind = int(rng() % 4);
+      int64_t len = kind == 0 ? 0 : kind == 1 ? 1 + rng() % 3 : kind == 2 ? 1 + rng() % 200 : 1 + rng() % 5000;
+      cu.push_back(cu.back() + len);
+    }
+    if (cu.back() == 0) continue;
+    const int64_t T = cu.back();
+    const int64_t ls = 1 + int64_t(rng() % 9);
+    const int64_t nz = qla::gdn::segmentIds(shape(1, T, 1, N), ls);
+    int64_t last = -1;
+    for (int n = 0; n < N; ++n) {
+      const int64_t bos = cu[n], nc = cdiv(cu[n + 1] - bos, 64), nseg = cdiv(nc, ls);
+      const int64_t id0 = n + (bos / 64 + n) / ls;  // as gdn_fwd_state.qla and gdn_fwd_merge.qla
+      INFO("trial " << trial << " n " << n << " ls " << ls);
+      CHECK(id0 > last);
+      for (int64_t j = 0; j < nseg; ++j) {
+        CHECK(id0 + j > last);
+        last = id0 + j;
+        CHECK(last < nz);
+      }
+      if (nseg == 0) last = id0;  // an empty sequence still has an id0 (the binary search needs them increasing)
+    }
+  }
+}
