@@ -321,6 +321,39 @@ def write_markdown(res, check):
     return "\n".join(lines)
 
 
+def summarize(rows):
+    """The geometric means of a result's rows."""
+    measured = [x for x in rows if x["ratio"]]
+    return dict(rows=len(measured),
+                fla_over_ours=geomean([x["ratio"] for x in measured]),
+                min_fla_over_ours=min((x["ratio"] for x in measured), default=float("nan")),
+                flashqla_vs_fla_published=geomean([x["published"]["flashqla_vs_fla"] for x in measured]),
+                flashinfer_vs_fla_published=geomean([x["published"]["flashinfer_vs_fla"] for x in measured]),
+                rows_ahead_of_both=sum(1 for x in measured if x["ahead_of_both"]))
+
+
+def merge_results(paths, anchors, out_dir):
+    """One result from partial runs (e.g. head configurations timed in separate
+    processes or calls): rows in the anchors' order, geometric means redone."""
+    parts = [json.load(open(p)) for p in paths]
+    order = {(r["model"], r["layout"], r["hqk"], r["hv"]): i for i, r in enumerate(parse_anchors(anchors))}
+    rows = sorted((r for p in parts for r in p["rows"]), key=lambda r: order.get((r["model"], r["layout"], r["hqk"], r["hv"]), 1 << 30))
+    meta = dict(parts[0]["meta"])
+    meta["command"] = " + ".join(p["meta"]["command"] for p in parts) + "; merged by --merge"
+    res = dict(meta=meta, rows=rows, geomean=summarize(rows))
+    check = any(r.get("check") for r in rows)
+    md = write_markdown(res, check)
+    partial = len(rows) != len(order)
+    base = os.path.join(out_dir, f"gdn_forward_{meta['date']}{'_partial' if partial else ''}")
+    with open(base + ".json", "w") as f:
+        json.dump(json_safe(res), f, indent=1)
+    with open(base + ".md", "w") as f:
+        f.write(md)
+    print(md)
+    print(f"wrote {base}.json and {base}.md")
+    return 0
+
+
 def run_gpu(rows, args):
     try:
         import torch
@@ -366,7 +399,6 @@ def run_gpu(rows, args):
     def report(final):
         """Builds the result record; writes .json/.md (after every row, so
         that a run cut short keeps what it measured); prints the table at the end."""
-        measured = [x for x in out_rows if x["ratio"]]
         res = dict(
             meta=dict(date=time.strftime("%Y-%m-%d"), gpu=gpu, torch=torch.__version__, triton=triton_version,
                       command="python3 " + " ".join(sys.argv), anchors=os.path.abspath(args.anchors),
@@ -379,12 +411,7 @@ def run_gpu(rows, args):
                                   varlen="multi-sequence rows packed, B = 1, int64 cu_seqlens; 1xT rows B = 1 plain",
                                   seed=args.seed)),
             rows=out_rows,
-            geomean=dict(rows=len(measured),
-                         fla_over_ours=geomean([x["ratio"] for x in measured]),
-                         min_fla_over_ours=min((x["ratio"] for x in measured), default=float("nan")),
-                         flashqla_vs_fla_published=geomean([x["published"]["flashqla_vs_fla"] for x in measured]),
-                         flashinfer_vs_fla_published=geomean([x["published"]["flashinfer_vs_fla"] for x in measured]),
-                         rows_ahead_of_both=sum(1 for x in measured if x["ahead_of_both"])))
+            geomean=summarize(out_rows))
         md = write_markdown(res, args.check and ours is not None and fla is not None)
         if final:
             print()
@@ -484,7 +511,10 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out-dir", default=os.path.join(ROOT, "bench", "results"))
     ap.add_argument("--no-write", action="store_true", help="do not write the .json/.md results")
+    ap.add_argument("--merge", nargs="+", metavar="JSON", help="merge partial results (no GPU) into one result")
     args = ap.parse_args()
+    if args.merge:
+        return merge_results(args.merge, args.anchors, args.out_dir)
 
     if not os.path.exists(args.anchors):
         print(f"error: anchors file not found: {args.anchors} (pass --anchors PATH)", file=sys.stderr)

@@ -33,8 +33,13 @@ def main():
         GC = torch.empty(1, hv, (T + 63) // 64 * 64, device="cuda")  # [B, Hv, chunk slots of 64]
         O = torch.empty(1, T, hv, V, device="cuda", dtype=bf)
         HT = torch.empty(1, hv, K, V, device="cuda")
+        # Segment states and transitions (context parallelism, unused here:
+        # one segment per sequence, ls = 2^30).
+        HS, LS = torch.zeros(1, hv, K, V, device="cuda"), torch.empty(1, hv, K, V, device="cuda")
+        PH = PL = torch.empty(1, hv, K, K, device="cuda", dtype=bf)
         tp, _ = time_graph(lambda: kp(k, v, g, beta, cu, W, U, GC), calls=5, replays=10)
-        tsx, _ = time_graph(lambda: ks(q, k, W, U, GC, cu, h0, O, HT, K ** -0.5), calls=5, replays=10)
+        tsx, _ = time_graph(lambda: ks(q, k, W, U, GC, cu, h0, O, HT, HS, LS, PH, PL, K ** -0.5, 1 << 30),
+                            calls=5, replays=10)
         nchunks = (T + 63) // 64
         print(f"{hk:>3}/{hv:<3} {T:>6}  {tp:10.3f}  {tsx:8.3f}  {nchunks:6d}  {1000 * tsx / nchunks:10.2f}")
 

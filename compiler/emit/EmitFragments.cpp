@@ -285,13 +285,60 @@ LogicalResult Emitter::emitStore(StoreOp op) {
   ++indent_;
   TileAccess a = openTileAccess(op.getDst(), op.getOffsets(), op.getDropped(), op.getLimits(), op.getLimitDims(),
                                 /*forWrite=*/true);
-  std::vector<std::string> idx = openTileLoop(src);
-  std::string row = idx.size() == 2 ? idx[0] : "0", col = idx.back();
-  line("if (" + a.inBounds(idx) + ") *" + a.at(idx) + " = " + name(op.getSrc()) + "[" + smemIndex(src, row, col) + "];");
-  closeLoop();
+  const int64_t rank = op.getDst().getType().getRank(), eb = elementBytes(gt);
+  const bool lastIsCol = !llvm::is_contained(op.getDropped(), rank - 1);
+  if (src.getShape().size() == 2 && lastIsCol && src.getShape()[1] * eb % 16 == 0 && a.stride.size() == 2) {
+    emitSharedGlobalVectors(op.getSrc(), src, a, eb);
+  } else {
+    std::vector<std::string> idx = openTileLoop(src);
+    std::string row = idx.size() == 2 ? idx[0] : "0", col = idx.back();
+    line("if (" + a.inBounds(idx) + ") *" + a.at(idx) + " = " + name(op.getSrc()) + "[" + smemIndex(src, row, col) + "];");
+    closeLoop();
+  }
   --indent_;
   line("}");
   return success();
+}
+
+// A 2-D shared tile to global memory in 16-byte pieces of a row: every tile
+// layout keeps a row's 16-byte chunks whole (swizzles permute chunks), so a
+// thread moves one chunk per access where the tensor's rows are contiguous,
+// 16-byte aligned and the chunk lies within bounds; other chunks go element
+// by element. Consecutive threads take consecutive chunks of a row, so a
+// warp writes whole 32-byte sectors (the accumulator-layout stores of a
+// fragment fill half of each sector they touch).
+void Emitter::emitSharedGlobalVectors(Value smem, SharedType src, const TileAccess &a, int64_t eb) {
+  const int64_t cols = src.getShape()[1], per = 16 / eb, chunksPerRow = cols / per;
+  const int64_t total = src.getShape()[0] * chunksPerRow;
+  const int64_t nthreads = (group().end - group().begin + 1) * 128;
+  const std::string &rs = a.stride[0], &cs = a.stride[1];
+  std::string vec = declareStr("bool", cs + " == 1 && (" + rs + " * " + str(eb) +
+                                           ") % 16 == 0 && (reinterpret_cast<unsigned long long>(" + a.ptr +
+                                           ") & 15) == 0",
+                               "tvec");
+  std::string e = fresh("e");
+  line("for (int " + e + " = (int)threadIdx.x - " + str(group().begin * 128) + "; " + e + " < " + str(total) + "; " +
+       e + " += " + str(nthreads) + ") {");
+  ++indent_;
+  std::string row = declareStr("int", e + " / " + str(chunksPerRow), "row");
+  std::string col = declareStr("int", "(" + e + " % " + str(chunksPerRow) + ") * " + str(per), "col");
+  std::string last = "(" + col + " + " + str(per - 1) + ")";
+  std::string sm = name(smem);
+  line("if (" + vec + " && " + a.inBounds({row, col}) + " && " + a.inBounds({row, last}) + ") {");
+  line("  *reinterpret_cast<uint4*>(" + a.at({row, col}) + ") = *reinterpret_cast<const uint4*>(&" + sm + "[" +
+       smemIndex(src, row, col) + "]);");
+  line("} else {");
+  ++indent_;
+  std::string k = fresh("k");
+  line("#pragma unroll");
+  line("for (int " + k + " = 0; " + k + " < " + str(per) + "; ++" + k + ") {");
+  std::string ck = "(" + col + " + " + k + ")";
+  line("  if (" + a.inBounds({row, ck}) + ") *" + a.at({row, ck}) + " = " + sm + "[" + smemIndex(src, row, ck) + "];");
+  line("}");
+  --indent_;
+  line("}");
+  --indent_;
+  line("}");
 }
 
 // Fragment <-> shared copies. Accumulator-layout registers r, r + 1 (r even)
@@ -674,7 +721,8 @@ LogicalResult Emitter::emitInvUnitLower(InvUnitLowerOp op) {
   if (n > nthreads) return op.emitOpError("matrices larger than the group's thread count are not supported yet");
   if (s.getLayout() != FragType::Acc) return op.emitOpError("needs an accumulator-layout fragment");
   const int64_t ld = n + 1;  // padded rows: no bank conflicts on column reads
-  const int64_t bs = n % 16 == 0 ? 16 : n, nb = n / bs;
+  const int64_t blocks = op.getBlocks() ? *op.getBlocks() : 0;  // only the diagonal blocks
+  const int64_t bs = blocks ? blocks : n % 16 == 0 ? 16 : n, nb = n / bs;
   const std::string LD = str(ld), BS = str(bs), NB = str(nb), NT = str(nthreads);
   std::string L = fresh("qla_inv_l"), X = fresh("qla_inv_x");
   if (failed(scratchPointer(op, L))) return failure();
@@ -717,8 +765,8 @@ LogicalResult Emitter::emitInvUnitLower(InvUnitLowerOp op) {
   line("}");
   line(groupSync());
   // 2. Off-diagonal blocks, by distance d from the diagonal (unrolled here:
-  // every trip count is a constant).
-  for (int64_t d = 1; d < nb; ++d) {
+  // every trip count is a constant); none with `blocks`.
+  for (int64_t d = 1; d < nb && !blocks; ++d) {
     const int64_t cnt = (nb - d) * bs * bs, iters = (cnt + nthreads - 1) / nthreads;
     const bool ragged = cnt % nthreads != 0;
     auto item = [&](const std::vector<std::string> &body) {

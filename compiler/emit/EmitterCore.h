@@ -68,6 +68,7 @@ class Emitter {
   mlir::LogicalResult emitParallel(mlir::qla::ParallelOp op);
   mlir::LogicalResult emitWgmma(mlir::qlanv::WgmmaOp op);
   mlir::LogicalResult emitScan(mlir::qla::ScanOp op);
+  void emitSharedGlobalVectors(mlir::Value smem, mlir::qla::SharedType src, const TileAccess &a, int64_t eb);
   mlir::LogicalResult emitInvUnitLower(mlir::qla::InvUnitLowerOp op);
   mlir::LogicalResult emitFragPick(mlir::qla::FragPickOp op);
   mlir::LogicalResult emitGlobalRead(mlir::qla::GlobalReadOp op);

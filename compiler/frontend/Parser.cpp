@@ -312,6 +312,13 @@ class Parser {
       fi.kind = FragInit::Kind::InvUnitLower;
       expect(Tok::LParen, "after 'inv_unit_lower'");
       parseSourceName(fi);
+      if (accept(Tok::Comma)) {
+        Token kw = expectIdent("'blocks' (inv_unit_lower(l, blocks = B))");
+        if (kw.text != "blocks") fail(kw.loc, "expected 'blocks' after the source of inv_unit_lower, found '" + kw.text + "'");
+        expect(Tok::Assign, "after 'blocks'");
+        fi.blocksLoc = cur().loc;
+        fi.blocksExpr = parseExpr();
+      }
       expect(Tok::RParen, "to close 'inv_unit_lower('");
     } else {
       fi.kind = FragInit::Kind::Fill;

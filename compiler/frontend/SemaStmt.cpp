@@ -225,8 +225,16 @@ void Sema::checkFragInit(FragDecl &target, FragInit &fi) {
                                                                   "' is " + dtypeStr(f->dtype));
     }
     if (target.shape != src)
-      error(fi.loc, "inv_unit_lower keeps the shape: '" + fi.sourceName + "' has shape " + shapeString(src) +
-                        " but '" + target.name + "' has shape " + shapeString(target.shape));
+      return error(fi.loc, "inv_unit_lower keeps the shape: '" + fi.sourceName + "' has shape " + shapeString(src) +
+                               " but '" + target.name + "' has shape " + shapeString(target.shape));
+    if (fi.blocksExpr) {
+      std::optional<int64_t> b = constInt(fi.blocksExpr, "inv_unit_lower's blocks");
+      if (!b) return;
+      if (*b < 1 || src[0] % *b != 0)
+        return error(fi.blocksLoc, "inv_unit_lower blocks = " + std::to_string(*b) + " must divide the extent " +
+                                       std::to_string(src[0]) + " of '" + fi.sourceName + "'");
+      fi.blocks = *b;
+    }
     return;
   }
   if (fi.kind == FragInit::Kind::Reduce) {

@@ -293,7 +293,10 @@ void IRGen::genFragInit(Value frag, const fe::FragInit &init, const fe::SourceLo
     }
     case K::InvUnitLower: {
       Value src = lookup(init.source, init.sourceLoc);
-      if (src) InvUnitLowerOp::create(b_, l, src, frag);
+      if (src) {
+        InvUnitLowerOp::create(b_, l, src, frag,
+                               init.blocks ? b_.getI64IntegerAttr(init.blocks) : IntegerAttr());
+      }
       return;
     }
     case K::Reduce:

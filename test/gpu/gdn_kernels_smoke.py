@@ -82,8 +82,12 @@ def main():
         O = torch.full((B, T, HV, V), float("nan"), device=dev, dtype=bf)
         HT = torch.full((N, HV, K, V), float("nan"), device=dev)
         scale = K ** -0.5
+        # One segment per sequence (ls = 2^30): segment ids are the sequences,
+        # the segment tensors are not touched.
+        HS, LS = torch.zeros(N, HV, K, V, device=dev), torch.empty(N, HV, K, V, device=dev)
+        PH = PL = torch.empty(N, HV, K, K, device=dev, dtype=bf)
         kp(k, v, g, beta, cu, W, U, GC)
-        ks(q, k, W, U, GC, cu, h0, O, HT, scale)
+        ks(q, k, W, U, GC, cu, h0, O, HT, HS, LS, PH, PL, scale, 1 << 30)
         torch.cuda.synchronize()
         # reference on the flattened sequences
         qf, kf, vf = q.reshape(B * T, HK, K), k.reshape(B * T, HK, K), v.reshape(B * T, HV, V)

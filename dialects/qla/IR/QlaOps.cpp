@@ -263,6 +263,9 @@ LogicalResult InvUnitLowerOp::verify() {
   if (s.getShape() != d.getShape()) return emitOpError("source and result shapes differ");
   if (!s.getElementType().isF32() || !d.getElementType().isF32())
     return emitOpError("works on f32 fragments");
+  if (auto b = getBlocks())
+    if (*b < 1 || s.getShape()[0] % *b != 0)
+      return emitOpError("blocks = ") << *b << " must divide the extent " << s.getShape()[0];
   return success();
 }
 

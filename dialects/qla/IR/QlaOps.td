@@ -239,8 +239,11 @@ def Qla_InvUnitLowerOp : Qla_Op<"inv_unit_lower"> {
     `qla.inv_unit_lower %l -> %a : !qla.frag<64x64xf32> -> !qla.frag<64x64xf32>`.
     Computed in f32 by forward substitution through shared memory; only the
     strictly lower triangle of `src` is read; `dst` is unit lower triangular.
+    With `{blocks = 16}` only the 16 x 16 diagonal blocks are inverted and
+    `dst` is zero off them (the block-diagonal factor D of a blocked inverse
+    whose off-diagonal part the kernel computes with gemms).
   }];
-  let arguments = (ins Qla_FragType:$src, Qla_FragType:$dst);
+  let arguments = (ins Qla_FragType:$src, Qla_FragType:$dst, OptionalAttr<I64Attr>:$blocks);
   let assemblyFormat = "$src `->` $dst attr-dict `:` type($src) `->` type($dst)";
   let hasVerifier = 1;
 }

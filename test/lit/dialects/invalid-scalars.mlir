@@ -119,3 +119,12 @@ func.func @inv_dtype() {
   qla.inv_unit_lower %l -> %a : !qla.frag<64x64xbf16> -> !qla.frag<64x64xf32>
   return
 }
+
+// -----
+
+func.func @inv_blocks_not_dividing() {
+  %l = qla.alloc_frag : !qla.frag<64x64xf32>
+  // expected-error @+1 {{'qla.inv_unit_lower' op blocks = 48 must divide the extent 64}}
+  qla.inv_unit_lower %l -> %l {blocks = 48 : i64} : !qla.frag<64x64xf32> -> !qla.frag<64x64xf32>
+  return
+}

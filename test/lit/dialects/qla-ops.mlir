@@ -255,3 +255,14 @@ func.func @roles(%A: !qla.global<bf16, 2>, %B: !qla.global<bf16, 2>, %n: index) 
   }
   return
 }
+
+// -----
+
+// CHECK-LABEL: func.func @inv_blocks
+// CHECK: qla.inv_unit_lower %{{.*}} -> %{{.*}} {blocks = 16 : i64} : <64x64xf32> -> <64x64xf32>
+func.func @inv_blocks() {
+  %l = qla.alloc_frag : <64x64xf32>
+  %d = qla.alloc_frag : <64x64xf32>
+  qla.inv_unit_lower %l -> %d {blocks = 16 : i64} : <64x64xf32> -> <64x64xf32>
+  return
+}

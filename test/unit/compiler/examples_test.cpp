@@ -179,7 +179,8 @@ TEST_CASE("every example kernel compiles to an sm_90a cubin without spills", "[c
 // The GDN kernels (kernels/gdn/*.qla) under the specializations that cover
 // every constant the operator sets: the default (bf16, K = V = 128), K = V =
 // 64, in-kernel L2 norm, varlen with int64 offsets and initial/final state,
-// f16. Each must compile to an sm_90a cubin with zero spill bytes.
+// f16; the state kernel's pass 1 and the merge (context parallelism). Each
+// must compile to an sm_90a cubin with zero spill bytes.
 TEST_CASE("the GDN kernels compile to sm_90a cubins without spills", "[compiler][gdn][nvrtc]") {
   const std::string dir = std::string(QLA_SOURCE_DIR) + "/kernels/gdn/";
   const std::vector<std::map<std::string, std::string>> variants = {
@@ -190,13 +191,21 @@ TEST_CASE("the GDN kernels compile to sm_90a cubins without spills", "[compiler]
       {{"DT", "f16"}},
   };
   std::vector<std::string> summary;
-  for (const char *file : {"gdn_fwd_prepare.qla", "gdn_fwd_state.qla"}) {
+  // The state kernel's pass 1 (context parallelism) and the merge, too.
+  const std::vector<std::map<std::string, std::string>> statePass1 = {
+      {{"PASS", "1"}}, {{"PASS", "1"}, {"L2NORM", "1"}, {"VARLEN", "1"}, {"HAS_H0", "1"}}};
+  const std::vector<std::map<std::string, std::string>> mergeVariants = {
+      {}, {{"DK", "64"}, {"DV", "64"}}, {{"VARLEN", "1"}, {"CT", "i64"}}};
+  for (const char *file : {"gdn_fwd_prepare.qla", "gdn_fwd_state.qla", "gdn_fwd_merge.qla"}) {
     std::string path = dir + file;
     std::string source = readFile(path);
-    for (auto defines : variants) {
+    std::vector<std::map<std::string, std::string>> vs = variants;
+    if (std::string(file) == "gdn_fwd_state.qla") vs.insert(vs.end(), statePass1.begin(), statePass1.end());
+    if (std::string(file) == "gdn_fwd_merge.qla") vs = mergeVariants;
+    for (auto defines : vs) {
       if (std::string(file) == "gdn_fwd_state.qla" && defines.count("VARLEN")) {
         defines["HAS_H0"] = "1";
-        defines["STORE_HT"] = "1";
+        if (!defines.count("PASS")) defines["STORE_HT"] = "1";
       }
       std::string tag;
       for (auto &[k, v] : defines) tag += " -D " + k + "=" + v;

@@ -476,7 +476,23 @@ TEST_CASE("features: inv_unit_lower", "[features]") {
         "t.qla:9:1: error: cannot assign to 't': it is a shared tile (only vars and fragments can be assigned)");
   CHECK(parseError(K("let z = inv_unit_lower(l)")) == "t.qla:4:9: error: expected an expression, found 'inv_unit_lower'");
   CHECK(parseError(K("l = inv_unit_lower(l, 1)")) ==
-        "t.qla:4:21: error: expected ')' to close 'inv_unit_lower(', found ','");
+        "t.qla:4:23: error: expected 'blocks' (inv_unit_lower(l, blocks = B)), found '1'");
+  CHECK(parseError(K("l = inv_unit_lower(l, dim = 1)")) ==
+        "t.qla:4:23: error: expected 'blocks' (inv_unit_lower(l, blocks = B)), found 'dim'");
+  CHECK(parseError(K("l = inv_unit_lower(l, size = 1)")) ==
+        "t.qla:4:23: error: expected 'blocks' after the source of inv_unit_lower, found 'size'");
+  CHECK(parseError(K("l = inv_unit_lower(l, blocks 16)")) == "t.qla:4:30: error: expected '=' after 'blocks', found '16'");
+
+  // blocks = B: only the diagonal blocks.
+  auto mb = ok(K(decls + "frag d: f32[64, 64] = inv_unit_lower(l, blocks = 16)"));
+  CHECK(stmtAt<FragDecl>(*mb, 4).init.blocks == 16);
+  CHECK(stmtAt<FragDecl>(*mb, 4).init.kind == FragInit::Kind::InvUnitLower);
+  CHECK(dumpAst(*mb).find("inv_unit_lower(l, blocks = 16)") != std::string::npos);
+  CHECK(stmtAt<FragDecl>(*m, 4).init.blocks == 0);
+  CHECK(err(K(decls + "frag d: f32[64, 64] = inv_unit_lower(l, blocks = 48)")) ==
+        "t.qla:8:50: error: inv_unit_lower blocks = 48 must divide the extent 64 of 'l'");
+  CHECK(err(K(decls + "frag d: f32[64, 64] = inv_unit_lower(l, blocks = 0)")) ==
+        "t.qla:8:50: error: inv_unit_lower blocks = 0 must divide the extent 64 of 'l'");
 }
 
 //===----------------------------------------------------------------------===//

@@ -484,6 +484,8 @@ const char *redOpStr(RedOp op);  // "+", "max", "min"
 // (a unit lower-triangular matrix; the diagonal and upper part of `l` are
 // ignored). Invariants after sema: `source` and the target are 2-D, square,
 // f32 and of the same shape; the source may be the target itself.
+// `inv_unit_lower(l, blocks = B)` inverts only the B × B diagonal blocks of
+// (I + strictly_lower(l)) and is zero off them (B divides the extent).
 struct FragInit {
   enum class Kind : uint8_t { None, Fill, Reduce, Scan, Cast, InvUnitLower };
   Kind kind = Kind::None;  // None: a frag declaration without '='
@@ -496,6 +498,9 @@ struct FragInit {
   int dim = -1;            // Reduce: the reduced dim; Scan: the scanned dim (sema fills the default)
   SourceLoc dimLoc;
   bool dimGiven = false;   // `dim =` written in the source
+  ExprPtr blocksExpr;       // InvUnitLower: `blocks = EXPR` as written (a constant int), or null
+  SourceLoc blocksLoc;
+  int64_t blocks = 0;       // set by sema: the diagonal block size, 0 for the whole inverse
 };
 
 // frag NAME : DTYPE [extents] [= init]

@@ -2,8 +2,9 @@
 // Runs qla_kernel(L, X, strides..., R) on the CPU with THREADS threads and
 // compares X with (I + strictly_lower(L))^-1 from a double-precision forward
 // substitution. L's diagonal and upper triangle hold 7.0, which the inverse
-// must ignore. Usage: sim N THREADS AMPLITUDE (entries below the diagonal
-// are uniform in [-AMPLITUDE, AMPLITUDE]).
+// must ignore. Usage: sim N THREADS AMPLITUDE [BLOCKS] (entries below the
+// diagonal are uniform in [-AMPLITUDE, AMPLITUDE]; with BLOCKS the expected
+// result is the inverse of each BLOCKS x BLOCKS diagonal block, zero off them).
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -13,12 +14,13 @@
 #include <vector>
 
 int main(int argc, char **argv) {
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: %s N THREADS AMPLITUDE\n", argv[0]);
+  if (argc != 4 && argc != 5) {
+    std::fprintf(stderr, "usage: %s N THREADS AMPLITUDE [BLOCKS]\n", argv[0]);
     return 2;
   }
   const int n = std::atoi(argv[1]), nthreads = std::atoi(argv[2]);
   const float amp = float(std::atof(argv[3]));
+  const int blocks = argc == 5 ? std::atoi(argv[4]) : n;
   std::mt19937 rng(1234);
   std::uniform_real_distribution<float> u(-amp, amp);
   std::vector<float> L(n * n), X(n * n, -99.0f);
@@ -28,7 +30,7 @@ int main(int argc, char **argv) {
   std::vector<double> R(n * n, 0.0);
   for (int c = 0; c < n; ++c) {
     R[c * n + c] = 1.0;
-    for (int r = c + 1; r < n; ++r) {
+    for (int r = c + 1; r < (c / blocks + 1) * blocks; ++r) {
       double s = 0.0;
       for (int k = c; k < r; ++k) s += double(L[r * n + k]) * R[k * n + c];
       R[r * n + c] = -s;
@@ -51,12 +53,13 @@ int main(int argc, char **argv) {
     for (int j = 0; j < n; ++j) {
       maxErr = std::fmax(maxErr, std::fabs(double(X[i * n + j]) - R[i * n + j]));
       maxRef = std::fmax(maxRef, std::fabs(R[i * n + j]));
-      if ((j == i && X[i * n + j] != 1.0f) || (j > i && X[i * n + j] != 0.0f)) ++badUnitOrZero;
+      if ((j == i && X[i * n + j] != 1.0f) || ((j > i || i / blocks != j / blocks) && X[i * n + j] != 0.0f))
+        ++badUnitOrZero;
     }
   int guardWrites = 0;  // bytes written past the arena
   for (unsigned i = 0; i < kSimSmemGuard; ++i) guardWrites += qla_smem_raw[QLA_SMEM_BYTES + i] != 0xA5;
   const bool ok = maxErr <= 1e-5 * std::fmax(1.0, maxRef) && badUnitOrZero == 0 && guardWrites == 0;
-  std::printf("n=%d threads=%d max|ref|=%.3g max|err|=%.3g bad_unit_or_zero=%d smem=%d past_arena_writes=%d %s\n", n,
-              nthreads, maxRef, maxErr, badUnitOrZero, int(QLA_SMEM_BYTES), guardWrites, ok ? "OK" : "MISMATCH");
+  std::printf("n=%d blocks=%d threads=%d max|ref|=%.3g max|err|=%.3g bad_unit_or_zero=%d smem=%d past_arena_writes=%d %s\n", n,
+              blocks, nthreads, maxRef, maxErr, badUnitOrZero, int(QLA_SMEM_BYTES), guardWrites, ok ? "OK" : "MISMATCH");
   return ok ? 0 : 1;
 }
