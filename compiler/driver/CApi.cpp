@@ -134,4 +134,39 @@ int qla_launch(qla_kernel *k, int ntensors, void *const *ptrs, const int *ranks,
 
 const char *qla_version(void) { return qla::qlaVersion(); }
 
+const char *qla_nvrtc_version(void) {
+  static const std::string v = [] {
+    try {
+      return qla::rt::nvrtcVersion();
+    } catch (...) {
+      return std::string("unknown");
+    }
+  }();
+  return v.c_str();
+}
+
+const char *qla_cache_dir(void) { return qla::rt::KernelCache::global().directory().c_str(); }
+
+int qla_gpu_available(char *msg, size_t msglen) {
+  try {
+    std::string why;
+    if (!qla::rt::gpuAvailable(&why)) {
+      setErr(msg, msglen, why);
+      return 0;
+    }
+    std::string arch = qla::rt::deviceArch(0);
+    if (arch != "sm_90a") {
+      setErr(msg, msglen, "device 0 is " + arch + "; QLA kernels need sm_90a (H100/H200)");
+      return 0;
+    }
+    setErr(msg, msglen, arch);
+    return 1;
+  } catch (const std::exception &ex) {
+    setErr(msg, msglen, ex.what());
+  } catch (...) {
+    setErr(msg, msglen, "unknown error");
+  }
+  return 0;
+}
+
 }  // extern "C"

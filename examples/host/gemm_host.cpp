@@ -8,14 +8,18 @@
 //
 //   gemm_host [--seed N] [path/to/gemm.qla] [MxNxK ...]
 //
-// Without arguments it compiles the gemm.qla of the source tree it was built
-// from and runs a built-in list of shapes. Exit status: 0 when every shape
-// passed (or when there is no GPU: then only the JIT compile runs), 1 on a
-// mismatch or any error.
+// Without a .qla argument it compiles the installed copy of gemm.qla,
+// ../share/qla/examples/gemm.qla beside its own executable (`cmake --install`
+// puts it there as bin/qla-gemm-host); without shapes it runs a built-in list.
+// Exit status: 0 when every shape passed (or when there is no GPU: then only
+// the JIT compile runs), 1 on a mismatch or any error.
 //
 // Build: link qla_jit (the QLA compiler + runtime) and the CUDA runtime
-// (CUDA::cudart_static); see examples/CMakeLists.txt.
+// (CUDA::cudart_static); see examples/CMakeLists.txt. Against an installed
+// QLA, link qla::qla instead (find_package(qla); see examples/consumer).
 #include <cuda_runtime.h>
+#include <limits.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
@@ -28,10 +32,6 @@
 #include <vector>
 
 #include "qla/jit.h"  // qla::jitCompileFile, qla::JitKernel, qla::rt::LaunchArgs, ...
-
-#ifndef QLA_GEMM_QLA
-#define QLA_GEMM_QLA "examples/gemm.qla"
-#endif
 
 // ---------------------------------------------------------------------------
 // Step 0: error checking. Every CUDA runtime call goes through CUDA_CHECK; a
@@ -83,6 +83,23 @@ const char *cacheHitName(qla::rt::CacheHit h) {
   case qla::rt::CacheHit::Miss: return "cache miss: built with NVRTC";
   }
   return "?";
+}
+
+// The installed gemm.qla: <prefix>/share/qla/examples/gemm.qla for a program
+// in <prefix>/bin. Returns "" when it is not there; `where` gets the path looked at.
+std::string installedKernel(std::string &where) {
+  char exe[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) {
+    where = "(the program's own path is unknown: /proc/self/exe)";
+    return "";
+  }
+  std::string dir(exe, size_t(n));
+  dir.erase(dir.rfind('/'));
+  where = dir + "/../share/qla/examples/gemm.qla";
+  char real[PATH_MAX];
+  if (::access(where.c_str(), R_OK) != 0 || !::realpath(where.c_str(), real)) return "";
+  return real;
 }
 
 // Parses "MxNxK" (e.g. 1000x777x520).
@@ -189,7 +206,7 @@ bool runShape(qla::JitKernel &kernel, cudaStream_t stream, const Shape &s, std::
 
 int main(int argc, char **argv) {
   // Command line: [--seed N] [file.qla] [MxNxK ...].
-  std::string path = QLA_GEMM_QLA;
+  std::string path;
   std::vector<Shape> shapes;
   uint64_t seed = uint64_t(std::chrono::system_clock::now().time_since_epoch().count());
   for (int i = 1; i < argc; ++i) {
@@ -202,7 +219,20 @@ int main(int argc, char **argv) {
     } else if (a.size() > 4 && a.compare(a.size() - 4, 4, ".qla") == 0) {
       path = a;
     } else {
+      std::fprintf(stderr, "error: unrecognized argument '%s' (not --seed N, a .qla file or MxNxK)\n",
+                   a.c_str());
       std::fprintf(stderr, "usage: %s [--seed N] [path/to/gemm.qla] [MxNxK ...]\n", argv[0]);
+      return 1;
+    }
+  }
+  if (path.empty()) {
+    std::string where;
+    path = installedKernel(where);
+    if (path.empty()) {
+      std::fprintf(stderr,
+                   "error: no kernel file given and no installed one at %s\n"
+                   "usage: %s [--seed N] [path/to/gemm.qla] [MxNxK ...]  (in the source tree: examples/gemm.qla)\n",
+                   where.c_str(), argv[0]);
       return 1;
     }
   }

@@ -5,7 +5,9 @@
     k(A, B, C)                      # torch CUDA tensors, in the kernel's order
 
 The heavy lifting is in libqla.so (the C ABI, compiler + runtime); it is found
-through $QLA_LIBRARY, next to this package, or in ../build/compiler.
+through $QLA_LIBRARY (a path to libqla.so; overrides the rest), inside this
+package (where `pip install .` puts it), or, in a source checkout, in
+build/compiler. `python -m qla` says which one is used and what it can do.
 """
 from __future__ import annotations
 
@@ -13,7 +15,8 @@ import ctypes
 import os
 from pathlib import Path
 
-__all__ = ["compile", "compile_string", "Kernel", "QlaError", "library_path", "version"]
+__all__ = ["compile", "compile_string", "Kernel", "QlaError", "library_path", "version",
+           "nvrtc_version", "cache_dir", "gpu_available"]
 
 
 class QlaError(RuntimeError):
@@ -21,14 +24,21 @@ class QlaError(RuntimeError):
 
 
 def library_path() -> str:
+    """The libqla.so this package loads: $QLA_LIBRARY, else the one inside the
+    package, else a source checkout's build/compiler/libqla.so."""
     env = os.environ.get("QLA_LIBRARY")
     if env:
+        if not Path(env).is_file():
+            raise QlaError(f"QLA_LIBRARY={env}: no such file (it must name libqla.so itself)")
         return env
     here = Path(__file__).resolve().parent
-    for cand in (here / "libqla.so", here.parent.parent / "build" / "compiler" / "libqla.so"):
-        if cand.exists():
+    cands = (here / "libqla.so", here.parent.parent / "build" / "compiler" / "libqla.so")
+    for cand in cands:
+        if cand.is_file():
             return str(cand)
-    raise QlaError("libqla.so not found: build QLA (see README.md) or set QLA_LIBRARY")
+    raise QlaError("libqla.so not found (looked for " + " and ".join(map(str, cands)) + "): "
+                   "install the package with `pip install .`, build QLA (scripts/bootstrap.sh) "
+                   "or set QLA_LIBRARY to the path of libqla.so")
 
 
 _lib = None
@@ -37,7 +47,11 @@ _lib = None
 def _load():
     global _lib
     if _lib is None:
-        lib = ctypes.CDLL(library_path())
+        path = library_path()
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError as e:  # e.g. libnvrtc.so.13 missing: the message names it
+            raise QlaError(f"cannot load {path}: {e}") from None
         c = ctypes
         lib.qla_compile_file.restype = c.c_void_p
         lib.qla_compile_file.argtypes = [c.c_char_p, c.c_char_p, c.c_char_p, c.c_char_p, c.c_size_t]
@@ -55,12 +69,47 @@ def _load():
                                    c.POINTER(c.c_int64), c.POINTER(c.c_int64), c.c_int,
                                    c.POINTER(c.c_double), c.c_void_p, c.c_char_p, c.c_size_t]
         lib.qla_version.restype = c.c_char_p
+        # Newer than the first libqla.so: bound where present (see _need).
+        if hasattr(lib, "qla_nvrtc_version"):
+            lib.qla_nvrtc_version.restype = c.c_char_p
+        if hasattr(lib, "qla_cache_dir"):
+            lib.qla_cache_dir.restype = c.c_char_p
+        if hasattr(lib, "qla_gpu_available"):
+            lib.qla_gpu_available.restype = c.c_int
+            lib.qla_gpu_available.argtypes = [c.c_char_p, c.c_size_t]
         _lib = lib
     return _lib
 
 
+def _need(name: str):
+    lib = _load()
+    if not hasattr(lib, name):
+        raise QlaError(f"{library_path()} has no {name}: it is older than this Python package "
+                       f"(rebuild QLA or point QLA_LIBRARY at a newer libqla.so)")
+    return getattr(lib, name)
+
+
 def version() -> str:
+    """QLA's version ("0.1.0")."""
     return _load().qla_version().decode()
+
+
+def nvrtc_version() -> str:
+    """The version of the NVRTC library libqla.so compiles with ("13.0")."""
+    return _need("qla_nvrtc_version")().decode()
+
+
+def cache_dir() -> str:
+    """The kernel cache folder: $QLA_CACHE_DIR, else ~/.cache/qla (read once per process)."""
+    return _need("qla_cache_dir")().decode()
+
+
+def gpu_available() -> tuple[bool, str]:
+    """(True, "sm_90a") when kernels can be launched here (a CUDA driver and an
+    sm_90a device 0), else (False, the reason). Compiling needs no GPU."""
+    msg = ctypes.create_string_buffer(1024)
+    ok = _need("qla_gpu_available")(msg, 1024)
+    return bool(ok), msg.value.decode()
 
 
 def _defines(d: dict) -> bytes | None:

@@ -39,7 +39,24 @@ int qla_launch(qla_kernel *k, int ntensors, void *const *ptrs, const int *ranks,
                const int64_t *strides, int nscalars, const double *scalars, void *stream, char *err,
                size_t errlen);
 
+/* "0.1.0": the QLA version (part of every kernel cache key). */
 const char *qla_version(void);
+
+/* "13.0": the version of the NVRTC library loaded at run time (part of every
+ * kernel cache key); "unknown" when NVRTC cannot say. */
+const char *qla_nvrtc_version(void);
+
+/* The kernel cache folder used by qla_compile_*: $QLA_CACHE_DIR, else
+ * $HOME/.cache/qla (read once, at the first call of any qla_ function that
+ * uses the cache; created on the first write). */
+const char *qla_cache_dir(void);
+
+/* 1 when kernels can be launched here: the CUDA driver loads, a device is
+ * present and device 0 is sm_90a (H100/H200); `msg` then gets device 0's
+ * architecture ("sm_90a"). 0 otherwise, with the reason in `msg` ("no CUDA
+ * driver (libcuda.so.1 not found)", "no CUDA device", "device 0 is sm_80; QLA
+ * kernels need sm_90a"). Compiling to a cubin needs no GPU. `msg` may be NULL. */
+int qla_gpu_available(char *msg, size_t msglen);
 
 #ifdef __cplusplus
 }

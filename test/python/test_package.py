@@ -1,0 +1,129 @@
+"""The qla Python package without a GPU: where it finds libqla.so, `python -m
+qla`, errors on a bad setup, a JIT compile through the C ABI.
+
+    python3 test/python/test_package.py BUILD/compiler/libqla.so VERSION
+
+Each check runs Python in a fresh process from a folder outside the source
+tree, with only the environment it names (no QLA_LIBRARY unless given), so
+that nothing leaks in from the caller's shell.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PACKAGE = os.path.join(ROOT, "python", "qla")
+
+failures = 0
+
+
+def check(name, ok, detail=""):
+    global failures
+    print(f"  {'PASS' if ok else 'FAIL'}  {name}")
+    if not ok:
+        failures += 1
+        if detail:
+            print("        " + detail.replace("\n", "\n        "))
+
+
+def run(args, pythonpath, cwd, **env):
+    e = {k: v for k, v in os.environ.items() if not k.startswith("QLA_") and k != "PYTHONPATH"}
+    e.update(PYTHONPATH=pythonpath, **env)
+    p = subprocess.run([sys.executable] + args, cwd=cwd, env=e, capture_output=True, text=True, timeout=120)
+    return p.returncode, p.stdout, p.stderr
+
+
+def installed_copy(tmp, name, lib):
+    """A copy of python/qla as pip lays it out: site/qla/*.py (+ libqla.so when lib)."""
+    site = os.path.join(tmp, name)
+    shutil.copytree(PACKAGE, os.path.join(site, "qla"), ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+    if lib:
+        os.symlink(lib, os.path.join(site, "qla", "libqla.so"))
+    return site
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__)
+        return 2
+    lib, want_version = os.path.abspath(sys.argv[1]), sys.argv[2]
+    tmp = os.path.realpath(tempfile.mkdtemp(prefix="qla-python-test-"))
+    try:
+        cache = os.path.join(tmp, "cache")
+        outside = os.path.join(tmp, "cwd")
+        os.mkdir(outside)
+
+        # 1. The installed layout: libqla.so inside the package, no environment.
+        site = installed_copy(tmp, "site", lib)
+        rc, out, err = run(["-c", "import qla; print(qla.library_path()); print(qla.version())"],
+                           site, outside)
+        check("installed layout: libqla.so found inside the package, no QLA_LIBRARY",
+              rc == 0 and out.split() == [os.path.join(site, "qla", "libqla.so"), want_version], out + err)
+
+        # 2. python -m qla.
+        rc, out, err = run(["-m", "qla"], site, outside, QLA_CACHE_DIR=cache)
+        lines = out.splitlines()
+        check("python -m qla: exit status 0 and six lines", rc == 0 and len(lines) == 6, out + err)
+        expect = [f"QLA {re.escape(want_version)}", "libqla.so: " + re.escape(os.path.join(site, "qla", "libqla.so")),
+                  r"NVRTC: \d+\.\d+", "kernel cache: " + re.escape(cache), r"GPU: (yes \(sm_90a\)|no \(.+\))",
+                  r"qlac: .+"]
+        for pat, line in zip(expect, lines):
+            check(f"python -m qla: '{line}' matches {pat}", re.fullmatch(pat, line) is not None)
+
+        # 3. QLA_LIBRARY overrides the package's copy; a wrong one is a clear error.
+        other = os.path.join(tmp, "other")
+        os.mkdir(other)
+        os.symlink(lib, os.path.join(other, "libqla.so"))
+        rc, out, err = run(["-c", "import qla; print(qla.library_path()); print(qla.nvrtc_version())"], site,
+                           outside, QLA_LIBRARY=os.path.join(other, "libqla.so"))
+        check("QLA_LIBRARY overrides the library inside the package",
+              rc == 0 and out.splitlines()[:1] == [os.path.join(other, "libqla.so")], out + err)
+        rc, out, err = run(["-m", "qla"], site, outside, QLA_LIBRARY="/nonexistent/libqla.so")
+        check("QLA_LIBRARY naming a missing file: exit 1 and a message naming it",
+              rc == 1 and "QLA_LIBRARY=/nonexistent/libqla.so: no such file" in err, out + err)
+        bad = os.path.join(tmp, "not-a-library.so")
+        with open(bad, "w") as f:
+            f.write("not an ELF file\n")
+        rc, out, err = run(["-c", "import qla; qla.version()"], site, outside, QLA_LIBRARY=bad)
+        check("QLA_LIBRARY naming a file that is not a library: QlaError 'cannot load'",
+              rc != 0 and f"QlaError: cannot load {bad}" in err, out + err)
+
+        # 4. No library anywhere: the error says where it looked and what to do.
+        bare = installed_copy(tmp, "bare", None)
+        rc, out, err = run(["-m", "qla"], bare, outside)
+        check("no libqla.so: exit 1, the places looked at and `pip install .`",
+              rc == 1 and os.path.join(bare, "qla", "libqla.so") in err and "pip install ." in err, out + err)
+        rc, out, err = run(["-c", "import qla; print('imported')"], bare, outside)
+        check("no libqla.so: `import qla` itself still works (the library loads on first use)",
+              rc == 0 and out.strip() == "imported", out + err)
+
+        # 5. A JIT compile through ctypes (no GPU needed), and a compile error.
+        src = ("kernel axpb<B = 256>(X: f32[N], Y: out f32[N], a: f32)\n"
+               "  grid(cdiv(N, B)) threads(128)\n{\n  let i0 = block.x * B\n  frag x: f32[B]\n"
+               "  copy X[i0 :+ B] -> x\n  for (i) in parallel(B) { x[i] = x[i] * a + 1.0 }\n"
+               "  copy x -> Y[i0 :+ B]\n}\n")
+        code = ("import qla, sys\n"
+                "k = qla.compile_string(sys.argv[1], 'axpb.qla', B=128)\n"
+                "print(k.tensor_names, k.scalar_names, k.cache)\n"
+                "print([l for l in k.info.splitlines() if l.startswith('grid')][0])\n"
+                "try:\n"
+                "    qla.compile_string(sys.argv[1].replace('block.x * B', 'block.x * * B'), 'bad.qla')\n"
+                "except qla.QlaError as e:\n"
+                "    print(str(e).splitlines()[0])\n")
+        rc, out, err = run(["-c", code, src], site, outside, QLA_CACHE_DIR=cache)
+        lines = out.splitlines()
+        check("compile_string: tensors, scalars, a cache miss in a fresh cache, the define applied",
+              rc == 0 and lines[:2] == ["['X', 'Y'] ['a'] miss", "grid cdiv(N,128) 1 1"], out + err)
+        check("compile_string on a syntax error: QlaError with bad.qla:4:col: error:",
+              len(lines) == 3 and re.match(r"bad\.qla:4:\d+: error: ", lines[2]) is not None, out + err)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("ALL PASS" if failures == 0 else f"{failures} FAILED")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
