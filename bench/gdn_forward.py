@@ -344,6 +344,7 @@ def merge_results(paths, anchors, out_dir):
     check = any(r.get("check") for r in rows)
     md = write_markdown(res, check)
     partial = len(rows) != len(order)
+    os.makedirs(out_dir, exist_ok=True)
     base = os.path.join(out_dir, f"gdn_forward_{meta['date']}{'_partial' if partial else ''}")
     with open(base + ".json", "w") as f:
         json.dump(json_safe(res), f, indent=1)

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include <cuda.h>
 
@@ -35,46 +36,65 @@ int64_t segmentIds(const ForwardShape &s, int64_t segChunks) {
 
 Schedule forwardSchedule(const ForwardShape &s, const MachineModel &m, int64_t force) {
   const int64_t N = s.numSequences > 0 ? s.numSequences : s.B;
-  // Sequence length in chunks. With cu_seqlens only the total is known on the
-  // host: the model takes the N sequences as equally long, and the device
-  // cuts each real sequence by the chosen segment length, so a long one in a
-  // mix still gets split.
-  const int64_t chunks = s.numSequences > 0 ? std::max<int64_t>(1, cdiv(s.T, kChunk * N)) : cdiv(s.T, kChunk);
-  const int64_t nV = s.V / kSlice, nK = s.K / kSlice, heads = N * s.Hv;
+  const int64_t nV = s.V / kSlice, nK = s.K / kSlice, total = cdiv(s.T, kChunk);
 
-  auto cost = [&](int64_t ls) {
-    const int64_t ns = cdiv(chunks, ls);
+  // The recurrence's time for `seqs` sequences of `chunks` chunks each, cut
+  // into segments of ls chunks.
+  auto cost = [&](int64_t seqs, int64_t chunks, int64_t ls) {
+    const int64_t heads = seqs * s.Hv, ns = cdiv(chunks, ls);
     if (ns <= 1) return passUs(heads * nV, chunks, m.pass2AloneUs, m.pass2PairUs, m);
     const double pass1 = passUs(heads * ((ns - 1) * nV + (ns - 2) * nK), ls, m.pass1AloneUs, m.pass1PairUs, m);
     const double pass2 = passUs(heads * ns * nV, ls, m.pass2AloneUs, m.pass2PairUs, m);
     return pass1 + m.mergeStepUs * double(ns - 2) + 2 * m.launchUs + pass2;
   };
+  // Fixed length: one scenario, the shapes say it all. With cu_seqlens only
+  // the total is known on the host (the device cuts each real sequence by
+  // the chosen length), so the model weighs two extremes, N equal sequences
+  // and one sequence holding (nearly) every token, and takes the segment
+  // length whose worse ratio to that scenario's best is smallest.
+  struct Scenario {
+    int64_t seqs, chunks;
+    double best = 0;
+  };
+  std::vector<Scenario> scen;
+  if (s.numSequences > 1) {
+    scen.push_back({N, std::max<int64_t>(1, cdiv(s.T, kChunk * N))});
+    scen.push_back({1, total});
+  } else {
+    scen.push_back({N, total});
+  }
+  std::vector<int64_t> cands = {kNoSplit};
+  for (const Scenario &c : scen)
+    for (int64_t ns = 2; ns <= 64 && ns <= c.chunks; ++ns) cands.push_back(cdiv(c.chunks, ns));
+  for (Scenario &c : scen) {
+    c.best = cost(c.seqs, c.chunks, kNoSplit);
+    for (int64_t ls : cands) c.best = std::min(c.best, cost(c.seqs, c.chunks, ls));
+  }
+  auto regret = [&](int64_t ls) {
+    double r = 0;
+    for (const Scenario &c : scen) r = std::max(r, cost(c.seqs, c.chunks, ls) / c.best);
+    return r;
+  };
 
   Schedule best;
-  best.predictedUs = cost(kNoSplit);
   if (force > 0) {
     best.segChunks = force;
-    best.predictedUs = cost(force);
   } else if (force == 0) {
-    const double whole = best.predictedUs;
-    for (int64_t ns = 2; ns <= 64 && ns <= chunks; ++ns) {
-      const int64_t ls = cdiv(chunks, ns);
-      const double t = cost(ls);
-      // Split only for a clear gain: the model is a model.
-      if (t < 0.85 * whole && t < best.predictedUs) {
+    // Split only for a clear gain: the model is a model.
+    double bestRegret = regret(kNoSplit) * 0.85;
+    for (int64_t ls : cands) {
+      const double r = regret(ls);
+      if (r < bestRegret || (r == bestRegret && ls > best.segChunks && best.segChunks != kNoSplit)) {
+        bestRegret = r;
         best.segChunks = ls;
-        best.predictedUs = t;
       }
     }
   }
-  best.numIds = segmentIds(s, best.segChunks);
+  best.predictedUs = cost(scen[0].seqs, scen[0].chunks, best.segChunks);
   // The passes run whenever some sequence can have more than one segment.
-  best.split = best.segChunks < kNoSplit &&
-               (s.numSequences > 0 ? cdiv(s.T, kChunk) > best.segChunks : chunks > best.segChunks);
-  if (!best.split) {
-    best.segChunks = kNoSplit;
-    best.numIds = segmentIds(s, kNoSplit);
-  }
+  best.split = best.segChunks < kNoSplit && total > best.segChunks;
+  if (!best.split) best.segChunks = kNoSplit;
+  best.numIds = segmentIds(s, best.segChunks);
   return best;
 }
 

@@ -51,8 +51,14 @@ TEST_CASE("GDN schedule: few heads and long sequences split, many heads do not",
   Schedule v = qla::gdn::forwardSchedule(shape(1, 8192, 64, 4), m);
   CHECK_FALSE(v.split);
   CHECK(v.numIds == 5);
-  // A varlen batch whose total is long splits too (each sequence is cut on the device).
+  // A varlen batch whose total is long splits too (each sequence is cut on the
+  // device): the model weighs N equal sequences against one holding every
+  // token, so a mix like 28672 + 4096 tokens at 16 v-heads splits although two
+  // equal halves alone would not pay for it.
   CHECK(qla::gdn::forwardSchedule(shape(1, 32768, 8, 2), m).split);
+  CHECK(qla::gdn::forwardSchedule(shape(1, 32768, 16, 2), m).split);
+  CHECK_FALSE(qla::gdn::forwardSchedule(shape(1, 32768, 64, 2), m).split);
+  CHECK_FALSE(qla::gdn::forwardSchedule(shape(1, 32768, 64, 8), m).split);
 }
 
 TEST_CASE("GDN schedule: forcing a segment length", "[gdn][schedule]") {
