@@ -287,7 +287,7 @@ LogicalResult Emitter::emitStore(StoreOp op) {
                                 /*forWrite=*/true);
   const int64_t rank = op.getDst().getType().getRank(), eb = elementBytes(gt);
   const bool lastIsCol = !llvm::is_contained(op.getDropped(), rank - 1);
-  if (src.getShape().size() == 2 && lastIsCol && src.getShape()[1] * eb % 16 == 0 && a.stride.size() == 2) {
+  if (eb > 0 && src.getShape().size() == 2 && lastIsCol && src.getShape()[1] * eb % 16 == 0 && a.stride.size() == 2) {
     emitSharedGlobalVectors(op.getSrc(), src, a, eb);
   } else {
     std::vector<std::string> idx = openTileLoop(src);

@@ -1,8 +1,9 @@
-// CPU stand-ins for what the emitted fragment <-> global and fragment <->
-// shared copies use, on top of inv_unit_lower_cpu_prologue.h (threadIdx,
-// __syncthreads() over std::threads, float2, the arena, __trap(), smem_u32,
-// warp indices), which the RUN lines put in front of this file. Used by
-// emit-frag-global-cpu.qla and emit-frag-shared-cpu.qla; the kernel's text
+// CPU stand-ins for what the emitted fragment <-> global, fragment <->
+// shared and shared -> global copies use, on top of
+// inv_unit_lower_cpu_prologue.h (threadIdx, __syncthreads() over
+// std::threads, float2, the arena, __trap(), smem_u32, warp indices), which
+// the RUN lines put in front of this file. Used by emit-frag-global-cpu.qla,
+// emit-frag-shared-cpu.qla and emit-shared-global-cpu.qla; the kernel's text
 // follows this file (renamed qla_kernel), then the test's main.
 //
 // The 16-bit helpers mirror runtime/include/qla/device/types.cuh bit for
@@ -11,6 +12,7 @@
 // column in bits 0..15. smem_tile_index is the device header itself
 // (runtime/include/qla/device/smem_layout.cuh is plain C++), so the tests'
 // independent swizzle formula checks it too.
+#include <atomic>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -54,13 +56,39 @@ inline void set_bf16x2_half(u32 &w, int hi, float v) {
 }
 }  // namespace qla::dev
 
+// CUDA's uint4: 16 bytes, 16-byte aligned. The kernels use it only to move
+// a 16-byte chunk of a shared tile to global memory (Emitter::
+// emitSharedGlobalVectors: `*reinterpret_cast<uint4*>(dst) =
+// *reinterpret_cast<const uint4*>(src)`), so its assignment also counts the
+// moves and checks what the GPU would fault on or the tests must see: both
+// addresses 16-byte aligned (a misaligned vector access traps on the GPU;
+// x86 would just do it), the source inside the arena's QLA_SMEM_BYTES, the
+// destination outside the arena.
+struct alignas(16) uint4 {
+  unsigned x, y, z, w;
+  uint4 &operator=(const uint4 &o);
+};
+static_assert(sizeof(uint4) == 16, "uint4 is 16 bytes");
+static std::atomic<long long> simU4Moves{0}, simU4Misaligned{0}, simU4BadSrc{0}, simU4BadDst{0};
+inline uint4 &uint4::operator=(const uint4 &o) {
+  const std::uintptr_t d = reinterpret_cast<std::uintptr_t>(this), s = reinterpret_cast<std::uintptr_t>(&o);
+  const std::uintptr_t a0 = reinterpret_cast<std::uintptr_t>(qla_smem_raw), a1 = a0 + QLA_SMEM_BYTES;
+  ++simU4Moves;
+  if ((d | s) & 15u) ++simU4Misaligned;
+  if (s < a0 || s + 16 > a1) ++simU4BadSrc;
+  if (d + 16 > a0 && d < a1 + kSimSmemGuard) ++simU4BadDst;
+  std::memcpy(static_cast<void *>(this), &o, 16);
+  return *this;
+}
+
 // CUDA's integer min (the bounds of a copy with an `until` limit).
 inline int min(int a, int b) { return a < b ? a : b; }
 inline void __syncwarp() {}
 
 // The RUN lines rewrite every `const bool tvec_N = COND;` of the kernel (a
 // paired fragment <-> global copy choosing between one access per register
-// pair and the per-element fallback) into `... = qla_sim_note_vec(COND);`:
+// pair and the per-element fallback; a shared -> global copy choosing
+// between 16-byte chunks and elements) into `... = qla_sim_note_vec(COND);`:
 // each thread records its choices in order, and main() prints them (they
 // must agree across threads), so that a RUN line states which path it runs.
 static thread_local std::vector<bool> simVecChoices;
@@ -76,15 +104,17 @@ inline void qla_sim_publish_vec(unsigned tid) {
   if (simVecByThread.size() <= tid) simVecByThread.resize(tid + 1);
   simVecByThread[tid] = simVecChoices;
 }
-// "pair"/"scalar" per recorded copy, named by `names`; "DISAGREE" when the
-// threads did not all choose alike, "COUNT" when the number differs.
-inline std::string qla_sim_vec_summary(const std::vector<std::string> &names) {
+// "pair"/"scalar" per recorded copy, named by `names` (the vector path's
+// word is `words[k]` where given, else "pair"); "DISAGREE" when the threads
+// did not all choose alike, "COUNT" when the number differs.
+inline std::string qla_sim_vec_summary(const std::vector<std::string> &names,
+                                       const std::vector<std::string> &words = {}) {
   std::string s;
   for (size_t t = 1; t < simVecByThread.size(); ++t)
     if (simVecByThread[t] != simVecByThread[0]) return "DISAGREE";
   if (simVecByThread.empty() || simVecByThread[0].size() != names.size())
     return "COUNT(" + std::to_string(simVecByThread.empty() ? 0 : simVecByThread[0].size()) + ")";
   for (size_t k = 0; k < names.size(); ++k)
-    s += (k ? "," : "") + names[k] + ":" + (simVecByThread[0][k] ? "pair" : "scalar");
+    s += (k ? "," : "") + names[k] + ":" + (simVecByThread[0][k] ? (k < words.size() ? words[k] : "pair") : "scalar");
   return s;
 }
