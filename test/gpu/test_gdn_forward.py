@@ -319,7 +319,9 @@ def build_cases():
               C(B=2, T=333, Hqk=2, Hv=6, dtype="f16", seg=1), C(lens=L1, h0=True, gates="harsh", seg=2),
               C(lens=L1, cu_dtype="i64", seg=5, beta="bf16"), C(lens=L2, seg=1, h0=True),
               C(lens=L1, K=64, V=64, l2=True, h0=True, seg=1), C(B=1, T=1000, K=128, V=64, seg=2, ofs=False),
-              C(B=2, T=200, Hqk=1, Hv=3, K=64, V=128, l2=True, seg=1)]
+              C(B=2, T=200, Hqk=1, Hv=3, K=64, V=128, l2=True, seg=1),
+              # empty sequences: their final state is the initial state
+              C(lens=[64, 1, 129, 0, 70], h0=True, gates="harsh", seg=1), C(lens=[0, 100, 0], h0=True)]
     # the large cases: Qwen3.5 397B TP1 heads, 32k tokens; few heads (split by the cost model)
     cases.append(C(B=1, T=32768, Hqk=16, Hv=64, h0=True, large=True))
     cases.append(C(B=1, T=32768, Hqk=2, Hv=8, h0=True, gates="harsh", large=True))
