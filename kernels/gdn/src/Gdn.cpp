@@ -149,16 +149,6 @@ struct WorkspaceLayout {
   Schedule schedule;
 };
 
-ForwardShape shapeOf(int64_t B, int64_t T, int64_t Hv, int64_t K, int64_t V, int64_t numSequences) {
-  ForwardShape s;
-  s.B = B;
-  s.T = T;
-  s.Hv = Hv;
-  s.K = K;
-  s.V = V;
-  s.numSequences = numSequences;
-  return s;
-}
 
 // GC is [B, Hv, gcSlots] f32: γ of chunk c of a sequence lives in slot
 // (bos / C + n + c) of C values (varlen; n the sequence index) or slot c
@@ -174,7 +164,7 @@ WorkspaceLayout workspaceLayout(DType dtype, int64_t B, int64_t T, int64_t Hv, i
   WorkspaceLayout l;
   MachineModel m;
   m.sms = deviceSmCount();
-  l.schedule = forwardSchedule(shapeOf(B, T, Hv, K, V, numSequences), m, segmentChunks);
+  l.schedule = forwardSchedule(ForwardShape{B, T, Hv, K, V, numSequences}, m, segmentChunks);
   l.gcSlots = ((T + kChunk - 1) / kChunk + std::max<int64_t>(numSequences - 1, 0)) * kChunk;
   l.w = 0;
   l.u = align(l.w + size_t(B * T * Hv * K) * eb);
