@@ -2,6 +2,10 @@
 // registers), global/shared copies of fragments, reductions, maps, wgmma.
 #include "compiler/emit/EmitterCore.h"
 
+#include <fmt/format.h>
+
+#include "compiler/emit/FragLayout.h"
+
 using namespace mlir;
 using namespace mlir::qla;
 using namespace mlir::qlanv;
@@ -11,49 +15,39 @@ namespace qla::compiler {
 namespace {
 bool is16(Type t) { return t.isBF16() || t.isF16(); }
 std::string pfx(Type t) { return t.isBF16() ? "bf16" : "f16"; }
-std::string str(int64_t v) { return std::to_string(v); }
 
 // Converts a value of storage type `t` (read from memory) to float.
 std::string loadAsFloat(Type t, const std::string &expr) {
-  if (is16(t)) return "qla::dev::to_float(" + expr + ")";
+  if (is16(t)) return fmt::format("qla::dev::to_float({})", expr);
   if (t.isF32()) return expr;
-  return "(float)(" + expr + ")";
+  return fmt::format("(float)({})", expr);
 }
 // Converts a float to storage type `t`.
 std::string storeFromFloat(Type t, const std::string &expr) {
-  if (t.isBF16()) return "qla::dev::to_bf16(" + expr + ")";
-  if (t.isF16()) return "qla::dev::to_f16(" + expr + ")";
+  if (t.isBF16()) return fmt::format("qla::dev::to_bf16({})", expr);
+  if (t.isF16()) return fmt::format("qla::dev::to_f16({})", expr);
   if (t.isF32()) return expr;
-  return "(" + Emitter::dtypeCType(t) + ")(" + expr + ")";
+  return fmt::format("({})({})", Emitter::dtypeCType(t), expr);
 }
 std::string smemIndex(SharedType t, const std::string &row, const std::string &col) {
   auto s = t.getShape();
   int64_t rows = s.size() == 2 ? s[0] : 1, cols = s.back();
-  return "qla::dev::smem_tile_index<" + str(t.getSwizzle()) + ", " + str(elementBytes(t.getElementType())) +
-         ", " + str(rows) + ", " + str(cols) + ">(" + row + ", " + col + ")";
+  return fmt::format("qla::dev::smem_tile_index<{}, {}, {}, {}>({}, {})", t.getSwizzle(),
+                     elementBytes(t.getElementType()), rows, cols, row, col);
 }
 }  // namespace
 
 Emitter::RegLoop Emitter::openRegLoop(FragType t) {
   RegLoop l;
   l.reg = fresh("r");
-  auto s = t.getShape();
-  int64_t w = std::max(1u, t.getWarpgroups());
-  int64_t n = t.getRegsPerThread();
+  const FragLayout lay = FragLayout::of(t);
   line("#pragma unroll");
-  line("for (int " + l.reg + " = 0; " + l.reg + " < " + str(n) + "; ++" + l.reg + ") {");
+  line(fmt::format("for (int {0} = 0; {0} < {1}; ++{0}) {{", l.reg, lay.regsPerThread()));
   ++indent_;
-  const std::string &r = l.reg;
-  if (t.getLayout() == FragType::Acc) {
-    int64_t mw = s[0] / w, half = s[1] / 2;
-    l.idx.push_back(declareStr("int", "qla_wgl * " + str(mw) + " + (" + r + " / " + str(half) + ") * 64 + 16 * qla_warp + qla_lane / 4 + 8 * (((" + r + " % " + str(half) + ") / 2) % 2)", "row"));
-    l.idx.push_back(declareStr("int", "8 * ((" + r + " % " + str(half) + ") / 4) + 2 * (qla_lane % 4) + " + r + " % 2", "col"));
-  } else if (t.getLayout() == FragType::Row) {
-    int64_t mw = s[0] / w;
-    l.idx.push_back(declareStr("int", "qla_wgl * " + str(mw) + " + (" + r + " / 2) * 64 + 16 * qla_warp + qla_lane / 4 + 8 * (" + r + " % 2)", "row"));
-  } else {
-    l.idx.push_back(declareStr("int", "8 * (" + r + " / 2) + 2 * (qla_lane % 4) + " + r + " % 2", "col"));
-  }
+  std::vector<std::string> idx = lay.indexText(l.reg);
+  static const char *const names2[] = {"row", "col"};
+  for (size_t d = 0; d < idx.size(); ++d)
+    l.idx.push_back(declareStr("int", idx[d], lay.kind() == FragLayout::Col ? "col" : names2[d]));
   return l;
 }
 
@@ -62,18 +56,18 @@ std::vector<std::string> Emitter::openTileLoop(SharedType t) {
   int64_t cols = s.back(), total = t.getNumElements();
   int64_t nthreads = (group().end - group().begin + 1) * 128;
   std::string e = fresh("e");
-  line("for (int " + e + " = (int)threadIdx.x - " + str(group().begin * 128) + "; " + e + " < " + str(total) + "; " + e +
-       " += " + str(nthreads) + ") {");
+  line(fmt::format("for (int {0} = (int)threadIdx.x - {1}; {0} < {2}; {0} += {3}) {{", e, group().begin * 128, total,
+                   nthreads));
   ++indent_;
   std::vector<std::string> idx;
-  if (s.size() == 2) idx.push_back(declareStr("int", e + " / " + str(cols), "row"));
-  idx.push_back(declareStr("int", e + " % " + str(cols), "col"));
+  if (s.size() == 2) idx.push_back(declareStr("int", fmt::format("{} / {}", e, cols), "row"));
+  idx.push_back(declareStr("int", fmt::format("{} % {}", e, cols), "col"));
   return idx;
 }
 
 std::string Emitter::declareStr(const std::string &type, const std::string &expr, const std::string &prefix) {
   std::string n = fresh(prefix);
-  line("const " + type + " " + n + " = " + expr + ";");
+  line(fmt::format("const {} {} = {};", type, n, expr));
   return n;
 }
 
@@ -86,28 +80,25 @@ std::string Emitter::fragElem(Value frag, const std::string &reg) {
   auto t = cast<FragType>(frag.getType());
   std::string n = name(frag);
   if (is16(t.getElementType()))
-    return "((" + reg + ") % 2 ? qla::dev::unpack_" + pfx(t.getElementType()) + "x2_hi(" + n + "[(" + reg +
-           ") / 2]) : qla::dev::unpack_" + pfx(t.getElementType()) + "x2_lo(" + n + "[(" + reg + ") / 2]))";
-  if (t.getElementType().isF32()) return n + "[" + reg + "]";
-  return "(float)" + n + "[" + reg + "]";
+    return fmt::format("(({0}) % 2 ? qla::dev::unpack_{1}x2_hi({2}[({0}) / 2]) : qla::dev::unpack_{1}x2_lo({2}[({0}) / 2]))",
+                       reg, pfx(t.getElementType()), n);
+  if (t.getElementType().isF32()) return fmt::format("{}[{}]", n, reg);
+  return fmt::format("(float){}[{}]", n, reg);
 }
 
 void Emitter::fragStore(Value frag, const std::string &reg, const std::string &value) {
   auto t = cast<FragType>(frag.getType());
   std::string n = name(frag);
   if (is16(t.getElementType()))
-    line("qla::dev::set_" + pfx(t.getElementType()) + "x2_half(" + n + "[(" + reg + ") / 2], (" + reg + ") % 2, " + value + ");");
+    line(fmt::format("qla::dev::set_{0}x2_half({1}[({2}) / 2], ({2}) % 2, {3});", pfx(t.getElementType()), n, reg, value));
   else if (t.getElementType().isF32())
-    line(n + "[" + reg + "] = " + value + ";");
+    line(fmt::format("{}[{}] = {};", n, reg, value));
   else
-    line(n + "[" + reg + "] = (" + cType(t.getElementType()) + ")(" + value + ");");
+    line(fmt::format("{}[{}] = ({})({});", n, reg, cType(t.getElementType()), value));
 }
 
 std::string Emitter::vectorRegFor(FragType vec, FragType acc, const std::string &reg) {
-  int64_t half = acc.getShape()[1] / 2;
-  if (vec.getLayout() == FragType::Row)
-    return "((" + reg + ") / " + str(half) + ") * 2 + (((" + reg + ") % " + str(half) + ") / 2) % 2";
-  return "(((" + reg + ") % " + str(half) + ") / 4) * 2 + (" + reg + ") % 2";
+  return FragLayout::of(acc).vectorRegText(static_cast<FragLayout::Kind>(vec.getLayout()), reg);
 }
 
 LogicalResult Emitter::emitAllocFrag(AllocFragOp op) {
@@ -115,8 +106,8 @@ LogicalResult Emitter::emitAllocFrag(AllocFragOp op) {
   if (!t.hasLayout()) return op.emitOpError("fragment has no layout (run qla-infer-layouts)");
   int64_t n = t.getRegsPerThread();
   std::string nm = fresh("frag");
-  if (is16(t.getElementType())) line("qla::dev::u32 " + nm + "[" + str(n / 2) + "];");
-  else line(cType(t.getElementType()) + " " + nm + "[" + str(n) + "];");
+  if (is16(t.getElementType())) line(fmt::format("qla::dev::u32 {}[{}];", nm, n / 2));
+  else line(fmt::format("{} {}[{}];", cType(t.getElementType()), nm, n));
   bind(op.getResult(), nm);
   return success();
 }
@@ -128,26 +119,27 @@ LogicalResult Emitter::emitFill(FillOp op) {
   std::string r = fresh("r");
   std::string n = name(op.getDst());
   if (is16(t.getElementType())) {
-    std::string packed = declareStr("qla::dev::u32", "qla::dev::pack_" + pfx(t.getElementType()) + "x2(" + v + ", " + v + ")", "fill");
+    std::string packed =
+        declareStr("qla::dev::u32", fmt::format("qla::dev::pack_{0}x2({1}, {1})", pfx(t.getElementType()), v), "fill");
     line("#pragma unroll");
-    line("for (int " + r + " = 0; " + r + " < " + str(t.getRegsPerThread() / 2) + "; ++" + r + ") " + n + "[" + r + "] = " + packed + ";");
+    line(fmt::format("for (int {0} = 0; {0} < {1}; ++{0}) {2}[{0}] = {3};", r, t.getRegsPerThread() / 2, n, packed));
   } else {
     line("#pragma unroll");
-    line("for (int " + r + " = 0; " + r + " < " + str(t.getRegsPerThread()) + "; ++" + r + ") " + n + "[" + r + "] = " +
-         (t.getElementType().isF32() ? v : "(" + cType(t.getElementType()) + ")" + v) + ";");
+    line(fmt::format("for (int {0} = 0; {0} < {1}; ++{0}) {2}[{0}] = {3};", r, t.getRegsPerThread(), n,
+                     t.getElementType().isF32() ? v : fmt::format("({}){}", cType(t.getElementType()), v)));
   }
   return success();
 }
 
 std::string Emitter::TileAccess::at(const std::vector<std::string> &idx) const {
   std::string e = ptr;
-  for (size_t k = 0; k < idx.size(); ++k) e += " + (long long)(" + idx[k] + ") * " + stride[k];
+  for (size_t k = 0; k < idx.size(); ++k) e += fmt::format(" + (long long)({}) * {}", idx[k], stride[k]);
   return "(" + e + ")";
 }
 
 std::string Emitter::TileAccess::inBounds(const std::vector<std::string> &idx) const {
   std::string e = ok;
-  for (size_t k = 0; k < idx.size(); ++k) e += " && (" + idx[k] + ") >= " + lo[k] + " && (" + idx[k] + ") < " + hi[k];
+  for (size_t k = 0; k < idx.size(); ++k) e += fmt::format(" && ({0}) >= {1} && ({0}) < {2}", idx[k], lo[k], hi[k]);
   return e;
 }
 
@@ -159,44 +151,43 @@ Emitter::TileAccess Emitter::openTileAccess(Value g, ValueRange offsets, ArrayRe
   TileAccess a;
   std::string off = "0LL", ok = "true";
   for (size_t d = 0; d < ti.dims.size(); ++d) {
-    std::string o = name(offsets[d]), stride = tn + "_stride" + str(d);
-    off += " + (long long)" + o + " * " + stride;
+    std::string o = name(offsets[d]), stride = fmt::format("{}_stride{}", tn, d);
+    off += fmt::format(" + (long long){} * {}", o, stride);
     if (llvm::is_contained(dropped, (int64_t)d)) {
-      ok += " && " + o + " >= 0 && " + o + " < " + ti.dims[d];
+      ok += fmt::format(" && {0} >= 0 && {0} < {1}", o, ti.dims[d]);
       for (auto [lim, ld] : llvm::zip(limits, limitDims))
-        if (ld == (int64_t)d) ok += " && " + o + " < " + name(lim);
+        if (ld == (int64_t)d) ok += fmt::format(" && {} < {}", o, name(lim));
       continue;
     }
     // Tile index i is in range iff 0 <= o + i < min(dim, limits).
     std::string hi = ti.dims[d];
     for (auto [lim, ld] : llvm::zip(limits, limitDims))
-      if (ld == (int64_t)d) hi = "min(" + hi + ", " + name(lim) + ")";
+      if (ld == (int64_t)d) hi = fmt::format("min({}, {})", hi, name(lim));
     a.stride.push_back(declareStr("long long", stride, "ts"));
-    a.lo.push_back(declareStr("int", "-(" + o + ")", "tlo"));
-    a.hi.push_back(declareStr("int", hi + " - (" + o + ")", "thi"));
+    a.lo.push_back(declareStr("int", fmt::format("-({})", o), "tlo"));
+    a.hi.push_back(declareStr("int", fmt::format("{} - ({})", hi, o), "thi"));
   }
   a.ok = declareStr("bool", ok, "tok");
   std::string p = fresh("tp");
   // The pointer is formed only where it is in range (ok), never dereferenced otherwise.
-  line(std::string(forWrite ? "" : "const ") + "auto* const " + p + " = " + tn + " + (" + a.ok + " ? " + off +
-       " : 0LL);");
+  line(fmt::format("{}auto* const {} = {} + ({} ? {} : 0LL);", forWrite ? "" : "const ", p, tn, a.ok, off));
   a.ptr = p;
   return a;
 }
 
 // A fragment <-> global copy. Accumulator-layout registers come in pairs of
-// neighbouring columns (r, r + 1 for even r); where the tensor's last dim is
-// the tile's column dim with stride 1 and the pair is 4- or 8-byte aligned,
-// the pair moves as one access.
+// neighbouring columns (FragLayout::pairsColumns: r, r + 1 for even r); where
+// the tensor's last dim is the tile's column dim with stride 1 and the pair is
+// 4- or 8-byte aligned, the pair moves as one access.
 LogicalResult Emitter::emitFragGlobal(Value frag, Value g, ValueRange offsets, ArrayRef<int64_t> dropped,
                                       ValueRange limits, ArrayRef<int64_t> limitDims, bool store) {
   auto ft = cast<FragType>(frag.getType());
+  const FragLayout lay = FragLayout::of(ft);
   Type gt = cast<GlobalType>(g.getType()).getElementType();
   const int64_t rank = cast<GlobalType>(g.getType()).getRank();
   const bool lastIsCol = !llvm::is_contained(dropped, rank - 1);
   const int64_t eb = elementBytes(gt);
-  const bool pairs = ft.getLayout() == FragType::Acc && ft.getShape().size() == 2 && lastIsCol &&
-                     (gt.isBF16() || gt.isF16() || gt.isF32()) && ft.getRegsPerThread() % 2 == 0;
+  const bool pairs = lay.rank() == 2 && lay.pairsColumns() && lastIsCol && (gt.isBF16() || gt.isF16() || gt.isF32());
   line("{");
   ++indent_;
   TileAccess a = openTileAccess(g, offsets, dropped, limits, limitDims, store);
@@ -204,9 +195,9 @@ LogicalResult Emitter::emitFragGlobal(Value frag, Value g, ValueRange offsets, A
     RegLoop l = openRegLoop(ft);
     std::string inb = a.inBounds(l.idx), ptr = a.at(l.idx);
     if (store) {
-      line("if (" + inb + ") *" + ptr + " = " + storeFromFloat(gt, fragElem(frag, l.reg)) + ";");
+      line(fmt::format("if ({}) *{} = {};", inb, ptr, storeFromFloat(gt, fragElem(frag, l.reg))));
     } else {
-      std::string v = declareStr("float", "(" + inb + ") ? " + loadAsFloat(gt, "*" + ptr) + " : 0.0f", "ld");
+      std::string v = declareStr("float", fmt::format("({}) ? {} : 0.0f", inb, loadAsFloat(gt, "*" + ptr)), "ld");
       fragStore(frag, l.reg, v);
     }
     closeLoop();
@@ -215,45 +206,47 @@ LogicalResult Emitter::emitFragGlobal(Value frag, Value g, ValueRange offsets, A
     return success();
   }
   const std::string &cs = a.stride.back(), &rs = a.stride.front();
-  std::string vec = declareStr("bool", cs + " == 1 && " + rs + " % 2 == 0 && (reinterpret_cast<unsigned long long>(" +
-                                           a.ptr + ") & " + str(2 * eb - 1) + ") == 0",
-                               "tvec");
+  std::string vec = declareStr(
+      "bool",
+      fmt::format("{} == 1 && {} % 2 == 0 && (reinterpret_cast<unsigned long long>({}) & {}) == 0", cs, rs, a.ptr,
+                  2 * eb - 1),
+      "tvec");
   RegLoop l = openRegLoop(ft);  // visits every register; pairs handled at even ones
-  line("if (" + l.reg + " % 2 == 0) {");
+  line(fmt::format("if ({} % 2 == 0) {{", l.reg));
   ++indent_;
-  std::string r1 = "(" + l.reg + " + 1)";
+  std::string r1 = fmt::format("({} + 1)", l.reg);  // the pair's second register: the next column
   std::vector<std::string> idx1 = l.idx;
-  idx1.back() = "(" + l.idx.back() + " + 1)";
+  idx1.back() = fmt::format("({} + 1)", l.idx.back());
   std::string in0 = declareStr("bool", a.inBounds(l.idx), "in");
   std::string in1 = declareStr("bool", a.inBounds(idx1), "in");
   std::string ptr = fresh("p");
-  line(std::string(store ? "" : "const ") + "auto* const " + ptr + " = " + a.at(l.idx) + ";");
+  line(fmt::format("{}auto* const {} = {};", store ? "" : "const ", ptr, a.at(l.idx)));
   std::string vt = eb == 4 ? "float2" : "qla::dev::u32";
   if (store) {
     std::string v0 = fragElem(frag, l.reg), v1 = fragElem(frag, r1);
-    std::string packed = eb == 4 ? "make_float2(" + v0 + ", " + v1 + ")"
-                                 : "qla::dev::pack_" + pfx(gt) + "x2(" + v0 + ", " + v1 + ")";
-    line("if (" + vec + " && " + in0 + " && " + in1 + ") {");
-    line("  *reinterpret_cast<" + vt + "*>(" + ptr + ") = " + packed + ";");
+    std::string packed = eb == 4 ? fmt::format("make_float2({}, {})", v0, v1)
+                                 : fmt::format("qla::dev::pack_{}x2({}, {})", pfx(gt), v0, v1);
+    line(fmt::format("if ({} && {} && {}) {{", vec, in0, in1));
+    line(fmt::format("  *reinterpret_cast<{}*>({}) = {};", vt, ptr, packed));
     line("} else {");
-    line("  if (" + in0 + ") " + ptr + "[0] = " + storeFromFloat(gt, v0) + ";");
-    line("  if (" + in1 + ") " + ptr + "[" + cs + "] = " + storeFromFloat(gt, v1) + ";");
+    line(fmt::format("  if ({}) {}[0] = {};", in0, ptr, storeFromFloat(gt, v0)));
+    line(fmt::format("  if ({}) {}[{}] = {};", in1, ptr, cs, storeFromFloat(gt, v1)));
     line("}");
   } else {
     std::string x0 = fresh("x"), x1 = fresh("x");
-    line("float " + x0 + " = 0.0f, " + x1 + " = 0.0f;");
-    line("if (" + vec + " && " + in0 + " && " + in1 + ") {");
+    line(fmt::format("float {} = 0.0f, {} = 0.0f;", x0, x1));
+    line(fmt::format("if ({} && {} && {}) {{", vec, in0, in1));
     ++indent_;
-    line("const " + vt + " w_ = *reinterpret_cast<const " + vt + "*>(" + ptr + ");");
+    line(fmt::format("const {0} w_ = *reinterpret_cast<const {0}*>({1});", vt, ptr));
     if (eb == 4) {
-      line(x0 + " = w_.x; " + x1 + " = w_.y;");
+      line(fmt::format("{} = w_.x; {} = w_.y;", x0, x1));
     } else {
-      line(x0 + " = qla::dev::unpack_" + pfx(gt) + "x2_lo(w_); " + x1 + " = qla::dev::unpack_" + pfx(gt) + "x2_hi(w_);");
+      line(fmt::format("{1} = qla::dev::unpack_{0}x2_lo(w_); {2} = qla::dev::unpack_{0}x2_hi(w_);", pfx(gt), x0, x1));
     }
     --indent_;
     line("} else {");
-    line("  if (" + in0 + ") " + x0 + " = " + loadAsFloat(gt, ptr + "[0]") + ";");
-    line("  if (" + in1 + ") " + x1 + " = " + loadAsFloat(gt, ptr + "[" + cs + "]") + ";");
+    line(fmt::format("  if ({}) {} = {};", in0, x0, loadAsFloat(gt, ptr + "[0]")));
+    line(fmt::format("  if ({}) {} = {};", in1, x1, loadAsFloat(gt, fmt::format("{}[{}]", ptr, cs))));
     line("}");
     fragStore(frag, l.reg, x0);
     fragStore(frag, r1, x1);
@@ -292,7 +285,7 @@ LogicalResult Emitter::emitStore(StoreOp op) {
   } else {
     std::vector<std::string> idx = openTileLoop(src);
     std::string row = idx.size() == 2 ? idx[0] : "0", col = idx.back();
-    line("if (" + a.inBounds(idx) + ") *" + a.at(idx) + " = " + name(op.getSrc()) + "[" + smemIndex(src, row, col) + "];");
+    line(fmt::format("if ({}) *{} = {}[{}];", a.inBounds(idx), a.at(idx), name(op.getSrc()), smemIndex(src, row, col)));
     closeLoop();
   }
   --indent_;
@@ -312,28 +305,29 @@ void Emitter::emitSharedGlobalVectors(Value smem, SharedType src, const TileAcce
   const int64_t total = src.getShape()[0] * chunksPerRow;
   const int64_t nthreads = (group().end - group().begin + 1) * 128;
   const std::string &rs = a.stride[0], &cs = a.stride[1];
-  std::string vec = declareStr("bool", cs + " == 1 && (" + rs + " * " + str(eb) +
-                                           ") % 16 == 0 && (reinterpret_cast<unsigned long long>(" + a.ptr +
-                                           ") & 15) == 0",
-                               "tvec");
+  std::string vec = declareStr(
+      "bool",
+      fmt::format("{} == 1 && ({} * {}) % 16 == 0 && (reinterpret_cast<unsigned long long>({}) & 15) == 0", cs, rs, eb,
+                  a.ptr),
+      "tvec");
   std::string e = fresh("e");
-  line("for (int " + e + " = (int)threadIdx.x - " + str(group().begin * 128) + "; " + e + " < " + str(total) + "; " +
-       e + " += " + str(nthreads) + ") {");
+  line(fmt::format("for (int {0} = (int)threadIdx.x - {1}; {0} < {2}; {0} += {3}) {{", e, group().begin * 128, total,
+                   nthreads));
   ++indent_;
-  std::string row = declareStr("int", e + " / " + str(chunksPerRow), "row");
-  std::string col = declareStr("int", "(" + e + " % " + str(chunksPerRow) + ") * " + str(per), "col");
-  std::string last = "(" + col + " + " + str(per - 1) + ")";
+  std::string row = declareStr("int", fmt::format("{} / {}", e, chunksPerRow), "row");
+  std::string col = declareStr("int", fmt::format("({} % {}) * {}", e, chunksPerRow, per), "col");
+  std::string last = fmt::format("({} + {})", col, per - 1);
   std::string sm = name(smem);
-  line("if (" + vec + " && " + a.inBounds({row, col}) + " && " + a.inBounds({row, last}) + ") {");
-  line("  *reinterpret_cast<uint4*>(" + a.at({row, col}) + ") = *reinterpret_cast<const uint4*>(&" + sm + "[" +
-       smemIndex(src, row, col) + "]);");
+  line(fmt::format("if ({} && {} && {}) {{", vec, a.inBounds({row, col}), a.inBounds({row, last})));
+  line(fmt::format("  *reinterpret_cast<uint4*>({}) = *reinterpret_cast<const uint4*>(&{}[{}]);", a.at({row, col}), sm,
+                   smemIndex(src, row, col)));
   line("} else {");
   ++indent_;
   std::string k = fresh("k");
   line("#pragma unroll");
-  line("for (int " + k + " = 0; " + k + " < " + str(per) + "; ++" + k + ") {");
-  std::string ck = "(" + col + " + " + k + ")";
-  line("  if (" + a.inBounds({row, ck}) + ") *" + a.at({row, ck}) + " = " + sm + "[" + smemIndex(src, row, ck) + "];");
+  line(fmt::format("for (int {0} = 0; {0} < {1}; ++{0}) {{", k, per));
+  std::string ck = fmt::format("({} + {})", col, k);
+  line(fmt::format("  if ({}) *{} = {}[{}];", a.inBounds({row, ck}), a.at({row, ck}), sm, smemIndex(src, row, ck)));
   line("}");
   --indent_;
   line("}");
@@ -353,41 +347,41 @@ LogicalResult Emitter::emitCopy(CopyOp op) {
   auto tile = cast<SharedType>(toFrag ? op.getSrc().getType() : op.getDst().getType());
   Value fv = toFrag ? op.getDst() : op.getSrc();
   Type te = tile.getElementType(), fe = frag.getElementType();
-  const bool pairs = frag.getLayout() == FragType::Acc && frag.getShape().size() == 2 && tile.getShape().size() == 2 &&
-                     (is16(te) || te.isF32()) && frag.getRegsPerThread() % 2 == 0;
+  const FragLayout lay = FragLayout::of(frag);
+  const bool pairs = lay.rank() == 2 && lay.pairsColumns() && tile.getShape().size() == 2 && (is16(te) || te.isF32());
   std::string tn = name(toFrag ? op.getSrc() : op.getDst());
   if (!toFrag) line(groupSync());  // other threads may still read the tile
   RegLoop l = openRegLoop(frag);
   std::string row = tile.getShape().size() == 2 ? l.idx[0] : "0", col = l.idx.back();
-  std::string at = tn + "[" + smemIndex(tile, row, col) + "]";
+  std::string at = fmt::format("{}[{}]", tn, smemIndex(tile, row, col));
   if (!pairs) {
     if (toFrag) fragStore(fv, l.reg, loadAsFloat(te, at));
-    else line(at + " = " + storeFromFloat(te, fragElem(fv, l.reg)) + ";");
+    else line(fmt::format("{} = {};", at, storeFromFloat(te, fragElem(fv, l.reg))));
   } else {
-    std::string r1 = "(" + l.reg + " + 1)";
-    line("if (" + l.reg + " % 2 == 0) {");
+    std::string r1 = fmt::format("({} + 1)", l.reg);  // the pair's second register: the next column
+    line(fmt::format("if ({} % 2 == 0) {{", l.reg));
     ++indent_;
     std::string vt = te.isF32() ? "float2" : "qla::dev::u32";
-    std::string ref = "*reinterpret_cast<" + std::string(toFrag ? "const " : "") + vt + "*>(&" + at + ")";
+    std::string ref = fmt::format("*reinterpret_cast<{}{}*>(&{})", toFrag ? "const " : "", vt, at);
     const bool same16 = is16(te) && fe == te;  // packed registers move as they are
     if (toFrag) {
       if (same16) {
-        line(name(fv) + "[" + l.reg + " / 2] = " + ref + ";");
+        line(fmt::format("{}[{} / 2] = {};", name(fv), l.reg, ref));
       } else {
-        line("const " + vt + " w_ = " + ref + ";");
+        line(fmt::format("const {} w_ = {};", vt, ref));
         if (te.isF32()) {
           fragStore(fv, l.reg, "w_.x");
           fragStore(fv, r1, "w_.y");
         } else {
-          fragStore(fv, l.reg, "qla::dev::unpack_" + pfx(te) + "x2_lo(w_)");
-          fragStore(fv, r1, "qla::dev::unpack_" + pfx(te) + "x2_hi(w_)");
+          fragStore(fv, l.reg, fmt::format("qla::dev::unpack_{}x2_lo(w_)", pfx(te)));
+          fragStore(fv, r1, fmt::format("qla::dev::unpack_{}x2_hi(w_)", pfx(te)));
         }
       }
     } else {
       std::string v0 = fragElem(fv, l.reg), v1 = fragElem(fv, r1);
-      if (same16) line(ref + " = " + name(fv) + "[" + l.reg + " / 2];");
-      else if (te.isF32()) line(ref + " = make_float2(" + v0 + ", " + v1 + ");");
-      else line(ref + " = qla::dev::pack_" + pfx(te) + "x2(" + v0 + ", " + v1 + ");");
+      if (same16) line(fmt::format("{} = {}[{} / 2];", ref, name(fv), l.reg));
+      else if (te.isF32()) line(fmt::format("{} = make_float2({}, {});", ref, v0, v1));
+      else line(fmt::format("{} = qla::dev::pack_{}x2({}, {});", ref, pfx(te), v0, v1));
     }
     --indent_;
     line("}");
@@ -411,13 +405,12 @@ LogicalResult Emitter::emitCast(CastOp op) {
   int64_t n = s.getRegsPerThread();
   if (s.getElementType().isF32() && is16(d.getElementType())) {
     line("#pragma unroll");
-    line("for (int " + r + " = 0; " + r + " < " + str(n / 2) + "; ++" + r + ") " + name(op.getDst()) + "[" + r +
-         "] = qla::dev::pack_" + pfx(d.getElementType()) + "x2(" + name(op.getSrc()) + "[2 * " + r + "], " +
-         name(op.getSrc()) + "[2 * " + r + " + 1]);");
+    line(fmt::format("for (int {0} = 0; {0} < {1}; ++{0}) {2}[{0}] = qla::dev::pack_{3}x2({4}[2 * {0}], {4}[2 * {0} + 1]);", r,
+                     n / 2, name(op.getDst()), pfx(d.getElementType()), name(op.getSrc())));
     return success();
   }
   line("#pragma unroll");
-  line("for (int " + r + " = 0; " + r + " < " + str(n) + "; ++" + r + ") {");
+  line(fmt::format("for (int {0} = 0; {0} < {1}; ++{0}) {{", r, n));
   ++indent_;
   fragStore(op.getDst(), r, fragElem(op.getSrc(), r));
   closeLoop();
@@ -438,19 +431,19 @@ LogicalResult Emitter::emitReduce(ReduceOp op) {
   std::string dn = name(op.getDst());
   std::string r = fresh("r");
   line("#pragma unroll");
-  line("for (int " + r + " = 0; " + r + " < " + str(d.getRegsPerThread()) + "; ++" + r + ") " + dn + "[" + r + "] = " + init + ";");
+  line(fmt::format("for (int {0} = 0; {0} < {1}; ++{0}) {2}[{0}] = {3};", r, d.getRegsPerThread(), dn, init));
   RegLoop l = openRegLoop(s);
   std::string vr = vectorRegFor(d, s, l.reg);
-  std::string a = dn + "[" + vr + "]", b = fragElem(op.getSrc(), l.reg);
+  std::string a = fmt::format("{}[{}]", dn, vr), b = fragElem(op.getSrc(), l.reg);
   std::string expr = comb;
   expr.replace(expr.find('a'), 1, a);
   expr.replace(expr.rfind('b'), 1, b);
-  line(a + " = " + expr + ";");
+  line(fmt::format("{} = {};", a, expr));
   closeLoop();
   std::string q = fresh("r");
   line("#pragma unroll");
-  line("for (int " + q + " = 0; " + q + " < " + str(d.getRegsPerThread()) + "; ++" + q + ") " + dn + "[" + q + "] = " +
-       quad + "(" + dn + "[" + q + "])" + (op.getKind() == ReduceKind::min ? ")" : "") + ";");
+  line(fmt::format("for (int {0} = 0; {0} < {1}; ++{0}) {2}[{0}] = {3}({2}[{0}]){4};", q, d.getRegsPerThread(), dn, quad,
+                   op.getKind() == ReduceKind::min ? ")" : ""));
   return success();
 }
 
@@ -483,7 +476,7 @@ LogicalResult Emitter::emitParallel(ParallelOp op) {
   for (Operation &o : body) {
     if (auto r = dyn_cast<ElemReadOp>(o)) {
       if (r.getResult().getType().isIndex())
-        declare(r.getResult(), "int", name(r.getFrag()) + "[" + regFor(r.getFrag().getType()) + "]", "el");
+        declare(r.getResult(), "int", fmt::format("{}[{}]", name(r.getFrag()), regFor(r.getFrag().getType())), "el");
       else
         declare(r.getResult(), "float", fragElem(r.getFrag(), regFor(r.getFrag().getType())), "el");
     } else if (auto w = dyn_cast<ElemWriteOp>(o)) {
@@ -503,7 +496,7 @@ LogicalResult Emitter::emitWgmmaFence(ValueRange frags) {
   // it reaches it. Loops with per-thread trip counts before it (scans, the
   // triangular inverse, bounded copies) do not guarantee that by themselves.
   line("__syncwarp();");
-  for (Value f : frags) line("qla::dev::warpgroup_fence_regs(" + name(f) + ");");
+  for (Value f : frags) line(fmt::format("qla::dev::warpgroup_fence_regs({});", name(f)));
   line("qla::dev::wgmma_fence();");
   return success();
 }
@@ -530,41 +523,40 @@ LogicalResult Emitter::emitWgmma(WgmmaOp op) {
     unsigned S = t.getSwizzle();
     int64_t E = S / elt, rows = t.getShape()[0];
     std::string rt = "0";  // runtime byte offset: this warpgroup's rows of A
-    if (isA) rt = mnMajor ? "(qla_wgl * " + str(mw / E) + ") * " + str(rows * S) : "qla_wgl * " + str(mw * S);
-    std::string lbo = mnMajor ? str(rows * S) : "16";
+    if (isA) rt = mnMajor ? fmt::format("(qla_wgl * {}) * {}", mw / E, rows * S) : fmt::format("qla_wgl * {}", mw * S);
+    std::string lbo = mnMajor ? std::to_string(rows * S) : "16";
     return declareStr("qla::dev::u64",
-                      "qla::dev::make_wgmma_desc(" + tile + " + (" + rt + ") / " + str(elt) + ", " + lbo + ", " +
-                          str(8 * S) + ", " + str(swzCode(S)) + ")",
+                      fmt::format("qla::dev::make_wgmma_desc({} + ({}) / {}, {}, {}, {})", tile, rt, elt, lbo, 8 * S,
+                                  swzCode(S)),
                       "desc");
   };
   auto advance = [&](const std::string &base, SharedType t, bool mnMajor, int64_t row, int64_t k) {
     unsigned S = t.getSwizzle();
     int64_t E = S / elt, rows = t.getShape()[0];
     int64_t bytes = mnMajor ? (row / E) * rows * S + k * S : (k / E) * rows * S + (k % E) * elt + row * S;
-    return bytes == 0 ? base : "qla::dev::wgmma_desc_advance(" + base + ", " + str(bytes) + ")";
+    return bytes == 0 ? base : fmt::format("qla::dev::wgmma_desc_advance({}, {})", base, bytes);
   };
 
   std::string kind = et.isBF16() ? "bf16" : "f16";
-  line("{  // wgmma: C[" + str(M) + " x " + str(N) + "] over " + str(w) + " warpgroup(s), K = " + str(K));
+  line(fmt::format("{{  // wgmma: C[{} x {}] over {} warpgroup(s), K = {}", M, N, w, K));
   ++indent_;
   auto sa = dyn_cast<SharedType>(op.getA().getType());
   std::string dbase = baseDesc(bn, b, !tb, false);
   std::string abase = sa ? baseDesc(name(op.getA()), sa, ta, true) : "";
   for (int64_t m = 0; m < mt; ++m) {
-    std::string acc = "*reinterpret_cast<float(*)[" + str(N / 2) + "]>(&" + cn + "[" + str(m * (N / 2)) + "])";
+    std::string acc = fmt::format("*reinterpret_cast<float(*)[{}]>(&{}[{}])", N / 2, cn, m * (N / 2));
     for (int64_t k = 0; k < K; k += 16) {
       std::string scale = (!op.getAccumulate() && k == 0) ? "0" : "1";
       std::string db = advance(dbase, b, !tb, 0, k);
       if (sa) {
         std::string da = advance(abase, sa, ta, m * 64, k);  // A in shared memory
-        line("qla::dev::wgmma_ss_" + kind + "<" + str(N) + ", " + (ta ? "1" : "0") + ", " + (tb ? "0" : "1") + ">(" + acc +
-             ", " + da + ", " + db + ", " + scale + ");");
+        line(fmt::format("qla::dev::wgmma_ss_{}<{}, {}, {}>({}, {}, {}, {});", kind, N, ta ? 1 : 0, tb ? 0 : 1, acc, da,
+                         db, scale));
       } else {
         int64_t ka = cast<FragType>(op.getA().getType()).getShape()[1];
-        std::string regs = "*reinterpret_cast<const qla::dev::u32(*)[4]>(&" + name(op.getA()) + "[" +
-                           str(m * (ka / 4) + (k / 16) * 4) + "])";
-        line("qla::dev::wgmma_rs_" + kind + "<" + str(N) + ", " + (tb ? "0" : "1") + ">(" + acc + ", " + regs + ", " + db +
-             ", " + scale + ");");
+        std::string regs = fmt::format("*reinterpret_cast<const qla::dev::u32(*)[4]>(&{}[{}])", name(op.getA()),
+                                       m * (ka / 4) + (k / 16) * 4);
+        line(fmt::format("qla::dev::wgmma_rs_{}<{}, {}>({}, {}, {}, {});", kind, N, tb ? 0 : 1, acc, regs, db, scale));
       }
     }
   }
@@ -577,7 +569,7 @@ LogicalResult Emitter::emitWgmma(WgmmaOp op) {
 LogicalResult Emitter::scratchPointer(Operation *op, const std::string &name) {
   auto off = op->getAttrOfType<IntegerAttr>("qla.scratch_offset");
   if (!off) return op->emitOpError("has no shared scratch (run qla-assign-resources)");
-  line("float* const " + name + " = reinterpret_cast<float*>(qla_smem + " + str(off.getInt()) + ");");
+  line(fmt::format("float* const {} = reinterpret_cast<float*>(qla_smem + {});", name, off.getInt()));
   return success();
 }
 
@@ -596,10 +588,10 @@ LogicalResult Emitter::emitLoadToShared(LoadOp op) {
   std::string row = idx.size() == 2 ? idx[0] : "0", col = idx.back();
   std::string zero = dst.getElementType().isBF16() ? "qla::dev::to_bf16(0.0f)"
                      : dst.getElementType().isF16() ? "qla::dev::to_f16(0.0f)"
-                                                    : "(" + dtypeCType(dst.getElementType()) + ")0";
+                                                    : fmt::format("({})0", dtypeCType(dst.getElementType()));
   std::string v = "*" + a.at(idx);
   if (gt != dst.getElementType()) v = storeFromFloat(dst.getElementType(), loadAsFloat(gt, v));
-  line(name(op.getDst()) + "[" + smemIndex(dst, row, col) + "] = (" + a.inBounds(idx) + ") ? " + v + " : " + zero + ";");
+  line(fmt::format("{}[{}] = ({}) ? {} : {};", name(op.getDst()), smemIndex(dst, row, col), a.inBounds(idx), v, zero));
   closeLoop();
   --indent_;
   line("}");
@@ -613,15 +605,15 @@ LogicalResult Emitter::emitGlobalRead(GlobalReadOp op) {
   const TensorArgInfo &ti = info_.tensors[t];
   std::string off = "0LL", inb = "true";
   for (auto [d, v] : llvm::enumerate(op.getIndices())) {
-    off += " + (long long)" + name(v) + " * " + tensorNames_[t] + "_stride" + str(d);
-    inb += " && " + name(v) + " >= 0 && " + name(v) + " < " + ti.dims[d];
+    off += fmt::format(" + (long long){} * {}_stride{}", name(v), tensorNames_[t], d);
+    inb += fmt::format(" && {0} >= 0 && {0} < {1}", name(v), ti.dims[d]);
   }
   Type et = op.getSrc().getType().getElementType();
-  std::string load = name(op.getSrc()) + "[" + off + "]";
+  std::string load = fmt::format("{}[{}]", name(op.getSrc()), off);
   if (op.getResult().getType().isIndex())
-    declare(op.getResult(), "int", "(" + inb + ") ? (int)" + load + " : 0", "g");
+    declare(op.getResult(), "int", fmt::format("({}) ? (int){} : 0", inb, load), "g");
   else
-    declare(op.getResult(), "float", "(" + inb + ") ? " + loadAsFloat(et, load) + " : 0.0f", "g");
+    declare(op.getResult(), "float", fmt::format("({}) ? {} : 0.0f", inb, loadAsFloat(et, load)), "g");
   return success();
 }
 
@@ -636,8 +628,8 @@ LogicalResult Emitter::emitFragPick(FragPickOp op) {
   RegLoop l = openRegLoop(t);
   std::string cond;
   for (auto [k, v] : llvm::enumerate(op.getIndices()))
-    cond += std::string(k ? " && " : "") + l.idx[t.getShape().size() == 1 ? 0 : k] + " == " + name(v);
-  line("if (" + cond + ") " + slot + " = " + fragElem(op.getFrag(), l.reg) + ";");
+    cond += fmt::format("{}{} == {}", k ? " && " : "", l.idx[t.getShape().size() == 1 ? 0 : k], name(v));
+  line(fmt::format("if ({}) {} = {};", cond, slot, fragElem(op.getFrag(), l.reg)));
   closeLoop();
   line(groupSync());
   if (op.getResult().getType().isIndex()) declare(op.getResult(), "int", "(int)" + slot, "pick");
@@ -661,7 +653,7 @@ LogicalResult Emitter::emitScan(ScanOp op) {
   line(groupSync());
   {
     RegLoop l = openRegLoop(s);
-    line(buf + "[" + l.idx[0] + "] = " + fragElem(op.getSrc(), l.reg) + ";");
+    line(fmt::format("{}[{}] = {};", buf, l.idx[0], fragElem(op.getSrc(), l.reg)));
     closeLoop();
   }
   line(groupSync());
@@ -669,33 +661,34 @@ LogicalResult Emitter::emitScan(ScanOp op) {
                      : op.getKind() == ReduceKind::max ? "-__int_as_float(0x7f800000)"
                                                        : "__int_as_float(0x7f800000)";
   auto comb = [&](const std::string &a, const std::string &b) {
-    return op.getKind() == ReduceKind::add ? "(" + a + " + " + b + ")"
-           : op.getKind() == ReduceKind::max ? "fmaxf(" + a + ", " + b + ")"
-                                             : "fminf(" + a + ", " + b + ")";
+    return fmt::format(fmt::runtime(op.getKind() == ReduceKind::add   ? "({} + {})"
+                                    : op.getKind() == ReduceKind::max ? "fmaxf({}, {})"
+                                                                      : "fminf({}, {})"),
+                       a, b);
   };
-  line("if ((int)threadIdx.x / 32 == " + str(group().begin * 4) + ") {  // the group's first warp scans");
+  line(fmt::format("if ((int)threadIdx.x / 32 == {}) {{  // the group's first warp scans", group().begin * 4));
   ++indent_;
   std::string carry = fresh("carry"), base = fresh("base");
-  line("float " + carry + " = " + init + ";");
-  line("for (int " + base + " = 0; " + base + " < " + str(n) + "; " + base + " += 32) {");
+  line(fmt::format("float {} = {};", carry, init));
+  line(fmt::format("for (int {0} = 0; {0} < {1}; {0} += 32) {{", base, n));
   ++indent_;
-  line("const bool in_ = " + base + " + qla_lane < " + str(n) + ";");
-  line("float v_ = in_ ? " + buf + "[" + base + " + qla_lane] : " + init + ";");
+  line(fmt::format("const bool in_ = {} + qla_lane < {};", base, n));
+  line(fmt::format("float v_ = in_ ? {}[{} + qla_lane] : {};", buf, base, init));
   line("#pragma unroll");
   line("for (int o_ = 1; o_ < 32; o_ *= 2) {");
   line("  const float u_ = __shfl_up_sync(0xffffffffu, v_, o_);");
-  line("  if (qla_lane >= o_) v_ = " + comb("v_", "u_") + ";");
+  line(fmt::format("  if (qla_lane >= o_) v_ = {};", comb("v_", "u_")));
   line("}");
-  line("v_ = " + comb("v_", carry) + ";");
-  line("if (in_) " + buf + "[" + base + " + qla_lane] = v_;");
-  line(carry + " = __shfl_sync(0xffffffffu, v_, 31);");
+  line(fmt::format("v_ = {};", comb("v_", carry)));
+  line(fmt::format("if (in_) {}[{} + qla_lane] = v_;", buf, base));
+  line(fmt::format("{} = __shfl_sync(0xffffffffu, v_, 31);", carry));
   --indent_;
   line("}");
   --indent_;
   line("}");
   line(groupSync());
   RegLoop l = openRegLoop(d);
-  fragStore(op.getDst(), l.reg, buf + "[" + l.idx[0] + "]");
+  fragStore(op.getDst(), l.reg, fmt::format("{}[{}]", buf, l.idx[0]));
   closeLoop();
   line(groupSync());
   return success();
@@ -723,19 +716,25 @@ LogicalResult Emitter::emitInvUnitLower(InvUnitLowerOp op) {
   const int64_t ld = n + 1;  // padded rows: no bank conflicts on column reads
   const int64_t blocks = op.getBlocks() ? *op.getBlocks() : 0;  // only the diagonal blocks
   const int64_t bs = blocks ? blocks : n % 16 == 0 ? 16 : n, nb = n / bs;
-  const std::string LD = str(ld), BS = str(bs), NB = str(nb), NT = str(nthreads);
   std::string L = fresh("qla_inv_l"), X = fresh("qla_inv_x");
   if (failed(scratchPointer(op, L))) return failure();
-  line("float* const " + X + " = " + L + " + " + str(n * ld) + ";");
-  std::string tid = declareStr("int", "(int)threadIdx.x - " + str(group().begin * 128), "tid");
+  line(fmt::format("float* const {} = {} + {};", X, L, n * ld));
+  std::string tid = declareStr("int", fmt::format("(int)threadIdx.x - {}", group().begin * 128), "tid");
+  // The statements below name the scratch matrices {L} and {X}, their padded
+  // row length {LD}, the block size {BS}, the group's thread count {NT}, the
+  // thread index {tid} and the order {n}.
+  auto F = [&](const char *fs, int64_t d = 0) {
+    return fmt::format(fmt::runtime(fs), fmt::arg("L", L), fmt::arg("X", X), fmt::arg("LD", ld), fmt::arg("BS", bs),
+                       fmt::arg("NT", nthreads), fmt::arg("tid", tid), fmt::arg("n", n), fmt::arg("d", d));
+  };
   line(groupSync());
   // X starts as the identity: entries above the diagonal then add nothing.
   std::string z = fresh("z");
-  line("for (int " + z + " = " + tid + "; " + z + " < " + str(n * ld) + "; " + z + " += " + NT + ") " + X + "[" + z +
-       "] = (" + z + " % " + LD + " == " + z + " / " + LD + ") ? 1.0f : 0.0f;");
+  line(fmt::format("for (int {0} = {1}; {0} < {2}; {0} += {3}) {4}[{0}] = ({0} % {5} == {0} / {5}) ? 1.0f : 0.0f;", z,
+                   tid, n * ld, nthreads, X, ld));
   {
     RegLoop l = openRegLoop(s);
-    line(L + "[" + l.idx[0] + " * " + LD + " + " + l.idx[1] + "] = " + fragElem(op.getSrc(), l.reg) + ";");
+    line(fmt::format("{}[{} * {} + {}] = {};", L, l.idx[0], ld, l.idx[1], fragElem(op.getSrc(), l.reg)));
     closeLoop();
   }
   line(groupSync());
@@ -743,13 +742,13 @@ LogicalResult Emitter::emitInvUnitLower(InvUnitLowerOp op) {
   // X[b0 + r][col]); loops are unrolled, indices compile-time constants.
   line("{");
   ++indent_;
-  line("const int col_ = " + tid + " < " + str(n) + " ? " + tid + " : " + str(n - 1) + ";");
-  line("const int b0_ = (col_ / " + BS + ") * " + BS + ", c_ = col_ - b0_;");
-  line("float x_[" + BS + "];");
+  line(fmt::format("const int col_ = {0} < {1} ? {0} : {2};", tid, n, n - 1));
+  line(F("const int b0_ = (col_ / {BS}) * {BS}, c_ = col_ - b0_;"));
+  line(F("float x_[{BS}];"));
   line("#pragma unroll");
-  line("for (int r_ = 0; r_ < " + BS + "; ++r_) {");
+  line(F("for (int r_ = 0; r_ < {BS}; ++r_) {{"));
   ++indent_;
-  line("const float* const lrow_ = " + L + " + (b0_ + r_) * " + LD + " + b0_;");
+  line(F("const float* const lrow_ = {L} + (b0_ + r_) * {LD} + b0_;"));
   line("float a0 = 0.0f, a1 = 0.0f;");
   line("#pragma unroll");
   line("for (int k_ = 0; k_ + 1 < r_; k_ += 2) { a0 += lrow_[k_] * x_[k_]; a1 += lrow_[k_ + 1] * x_[k_ + 1]; }");
@@ -757,9 +756,9 @@ LogicalResult Emitter::emitInvUnitLower(InvUnitLowerOp op) {
   line("x_[r_] = r_ < c_ ? 0.0f : r_ == c_ ? 1.0f : -(a0 + a1);");
   --indent_;
   line("}");
-  line("if (" + tid + " < " + str(n) + ") {");
+  line(F("if ({tid} < {n}) {{"));
   line("  #pragma unroll");
-  line("  for (int r_ = 0; r_ < " + BS + "; ++r_) " + X + "[(b0_ + r_) * " + LD + " + col_] = x_[r_];");
+  line(F("  for (int r_ = 0; r_ < {BS}; ++r_) {X}[(b0_ + r_) * {LD} + col_] = x_[r_];"));
   line("}");
   --indent_;
   line("}");
@@ -771,44 +770,43 @@ LogicalResult Emitter::emitInvUnitLower(InvUnitLowerOp op) {
     const bool ragged = cnt % nthreads != 0;
     auto item = [&](const std::vector<std::string> &body) {
       line("#pragma unroll");
-      line("for (int q_ = 0; q_ < " + str(iters) + "; ++q_) {");
+      line(fmt::format("for (int q_ = 0; q_ < {}; ++q_) {{", iters));
       ++indent_;
-      line("const int e_ = " + tid + " + q_ * " + NT + ";");
-      if (ragged) line("if (e_ < " + str(cnt) + ") {");
-      line("const int j_ = e_ / " + str(bs * bs) + ", i_ = j_ + " + str(d) + ", r_ = (e_ / " + BS + ") % " + BS +
-           ", c_ = e_ % " + BS + ";");
+      line(F("const int e_ = {tid} + q_ * {NT};"));
+      if (ragged) line(fmt::format("if (e_ < {}) {{", cnt));
+      line(fmt::format("const int j_ = e_ / {0}, i_ = j_ + {1}, r_ = (e_ / {2}) % {2}, c_ = e_ % {2};", bs * bs, d, bs));
       for (const std::string &b : body) line(b);
       if (ragged) line("}");
       --indent_;
       line("}");
     };
-    line("{  // distance " + str(d) + ": T_ij = sum_k L_ik X_kj");
+    line(fmt::format("{{  // distance {}: T_ij = sum_k L_ik X_kj", d));
     ++indent_;
-    item({"const float* const lrow_ = " + L + " + (i_ * " + BS + " + r_) * " + LD + " + j_ * " + BS + ";",
-          "const float* const xcol_ = " + X + " + (j_ * " + BS + ") * " + LD + " + j_ * " + BS + " + c_;",
+    item({F("const float* const lrow_ = {L} + (i_ * {BS} + r_) * {LD} + j_ * {BS};"),
+          F("const float* const xcol_ = {X} + (j_ * {BS}) * {LD} + j_ * {BS} + c_;"),
           "float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;",
           "#pragma unroll",
-          "for (int k_ = 0; k_ < " + str(d * bs) + "; k_ += 4) {",
-          "  a0 += lrow_[k_] * xcol_[k_ * " + LD + "];",
-          "  a1 += lrow_[k_ + 1] * xcol_[(k_ + 1) * " + LD + "];",
-          "  a2 += lrow_[k_ + 2] * xcol_[(k_ + 2) * " + LD + "];",
-          "  a3 += lrow_[k_ + 3] * xcol_[(k_ + 3) * " + LD + "];",
+          fmt::format("for (int k_ = 0; k_ < {}; k_ += 4) {{", d * bs),
+          F("  a0 += lrow_[k_] * xcol_[k_ * {LD}];"),
+          F("  a1 += lrow_[k_ + 1] * xcol_[(k_ + 1) * {LD}];"),
+          F("  a2 += lrow_[k_ + 2] * xcol_[(k_ + 2) * {LD}];"),
+          F("  a3 += lrow_[k_ + 3] * xcol_[(k_ + 3) * {LD}];"),
           "}",
-          L + "[(j_ * " + BS + " + r_) * " + LD + " + i_ * " + BS + " + c_] = (a0 + a1) + (a2 + a3);  // T_ij in block (j, i)"});
+          F("{L}[(j_ * {BS} + r_) * {LD} + i_ * {BS} + c_] = (a0 + a1) + (a2 + a3);  // T_ij in block (j, i)")});
     line(groupSync());
     line("// X_ij = -X_ii T_ij");
-    item({"const float* const xrow_ = " + X + " + (i_ * " + BS + " + r_) * " + LD + " + i_ * " + BS + ";",
-          "const float* const tcol_ = " + L + " + (j_ * " + BS + ") * " + LD + " + i_ * " + BS + " + c_;",
+    item({F("const float* const xrow_ = {X} + (i_ * {BS} + r_) * {LD} + i_ * {BS};"),
+          F("const float* const tcol_ = {L} + (j_ * {BS}) * {LD} + i_ * {BS} + c_;"),
           "float a0 = 0.0f, a1 = 0.0f;",
           "#pragma unroll",
-          "for (int m_ = 0; m_ < " + BS + "; m_ += 2) { a0 += xrow_[m_] * tcol_[m_ * " + LD + "]; a1 += xrow_[m_ + 1] * tcol_[(m_ + 1) * " + LD + "]; }",
-          X + "[(i_ * " + BS + " + r_) * " + LD + " + j_ * " + BS + " + c_] = -(a0 + a1);"});
+          F("for (int m_ = 0; m_ < {BS}; m_ += 2) {{ a0 += xrow_[m_] * tcol_[m_ * {LD}]; a1 += xrow_[m_ + 1] * tcol_[(m_ + 1) * {LD}]; }}"),
+          F("{X}[(i_ * {BS} + r_) * {LD} + j_ * {BS} + c_] = -(a0 + a1);")});
     line(groupSync());
     --indent_;
     line("}");
   }
   RegLoop l = openRegLoop(op.getDst().getType());
-  fragStore(op.getDst(), l.reg, X + "[" + l.idx[0] + " * " + LD + " + " + l.idx[1] + "]");
+  fragStore(op.getDst(), l.reg, fmt::format("{}[{} * {} + {}]", X, l.idx[0], ld, l.idx[1]));
   closeLoop();
   line(groupSync());
   return success();

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include <fmt/format.h>
+
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/xxhash.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -58,7 +60,7 @@ std::string Emitter::name(Value v) {
 std::string Emitter::declare(Value v, const std::string &type, const std::string &expr,
                              const std::string &prefix) {
   std::string n = fresh(prefix);
-  line("const " + type + " " + n + " = " + expr + ";");
+  line(fmt::format("const {} {} = {};", type, n, expr));
   bind(v, n);
   return n;
 }
@@ -83,8 +85,7 @@ std::string Emitter::dtypeCType(Type t) {
 std::string Emitter::groupSync() const {
   const Group &g = group();
   if (g.barrierId == 0) return "__syncthreads();";
-  return "qla::dev::named_barrier_sync(" + std::to_string(g.barrierId) + ", " +
-         std::to_string((g.end - g.begin + 1) * 128) + ");";
+  return fmt::format("qla::dev::named_barrier_sync({}, {});", g.barrierId, (g.end - g.begin + 1) * 128);
 }
 
 void Emitter::noteLocation(Operation *op) {
@@ -94,7 +95,7 @@ void Emitter::noteLocation(Operation *op) {
   }
   if (!loc || loc.getLine() == lastLine_) return;
   lastLine_ = loc.getLine();
-  line("// " + file_ + ":" + std::to_string(loc.getLine()));
+  line(fmt::format("// {}:{}", file_, loc.getLine()));
 }
 
 int Emitter::tensorIndex(Value g) const {
@@ -143,13 +144,13 @@ LogicalResult Emitter::emitTmaLoad(TmaLoadOp op) {
   int ti = tensorIndex(op.getSrc());
   std::string map = tmaParamFor(ti, box, swizzleOf(tile.getSwizzle()));
   int64_t rows = tile.getNumElements() / cols;
-  std::string bar = "&" + name(op.getBarriers()) + "[" + name(op.getSlot()) + "]";
+  std::string bar = fmt::format("&{}[{}]", name(op.getBarriers()), name(op.getSlot()));
   for (int64_t b = 0; b < blocks; ++b) {
-    std::string call = "qla::dev::tma_load_" + std::to_string(rank) + "d(" + name(op.getDst()) +
-                       " + " + std::to_string(b * rows * blockCols) + ", &" + map + ", " + bar;
+    std::string call =
+        fmt::format("qla::dev::tma_load_{}d({} + {}, &{}, {}", rank, name(op.getDst()), b * rows * blockCols, map, bar);
     for (int64_t d = rank - 1; d >= 0; --d) {
       std::string c = name(op.getCoords()[d]);
-      if (d == rank - 1 && b) c += " + " + std::to_string(b * blockCols);
+      if (d == rank - 1 && b) c += fmt::format(" + {}", b * blockCols);
       call += ", " + c;
     }
     line(call + ");");
@@ -266,8 +267,8 @@ LogicalResult Emitter::emitOp(Operation *op) {
     std::string iv = fresh("i");
     bind(f.getInductionVar(), iv);
     if (op->hasAttr("qla.unroll")) line("#pragma unroll");
-    line("for (int " + iv + " = " + name(f.getLowerBound()) + "; " + iv + " < " +
-         name(f.getUpperBound()) + "; " + iv + " += " + name(f.getStep()) + ") {");
+    line(fmt::format("for (int {0} = {1}; {0} < {2}; {0} += {3}) {{", iv, name(f.getLowerBound()),
+                     name(f.getUpperBound()), name(f.getStep())));
     ++indent_;
     if (failed(emitBlock(*f.getBody()))) return failure();
     --indent_;
@@ -276,7 +277,7 @@ LogicalResult Emitter::emitOp(Operation *op) {
   }
   if (auto i = dyn_cast<scf::IfOp>(op)) {
     if (i.getNumResults()) return op->emitOpError("if with results is not emitted yet");
-    line("if (" + name(i.getCondition()) + ") {");
+    line(fmt::format("if ({}) {{", name(i.getCondition())));
     ++indent_;
     if (failed(emitBlock(i.getThenRegion().front()))) return failure();
     --indent_;
@@ -301,8 +302,7 @@ LogicalResult Emitter::emitOp(Operation *op) {
     if (!a.getOffset()) return op->emitOpError("has no arena offset (run qla-assign-resources)");
     std::string t = dtypeCType(a.getType().getElementType());
     std::string n = fresh("smem");
-    line(t + "* const " + n + " = reinterpret_cast<" + t + "*>(qla_smem + " +
-         std::to_string(*a.getOffset()) + ");");
+    line(fmt::format("{0}* const {1} = reinterpret_cast<{0}*>(qla_smem + {2});", t, n, *a.getOffset()));
     bind(res(), n);
     return success();
   }
@@ -320,7 +320,7 @@ LogicalResult Emitter::emitOp(Operation *op) {
   if (auto o = dyn_cast<GlobalReadOp>(op)) return emitGlobalRead(o);
   if (auto v = dyn_cast<VarOp>(op)) {
     std::string n = fresh("var");
-    line(cType(v.getInit().getType()) + " " + n + " = " + name(v.getInit()) + ";");
+    line(fmt::format("{} {} = {};", cType(v.getInit().getType()), n, name(v.getInit())));
     bind(res(), n);
     return success();
   }
@@ -329,7 +329,7 @@ LogicalResult Emitter::emitOp(Operation *op) {
     return success();
   }
   if (auto v = dyn_cast<VarSetOp>(op)) {
-    line(name(v.getVar()) + " = " + name(v.getValue()) + ";");
+    line(fmt::format("{} = {};", name(v.getVar()), name(v.getValue())));
     return success();
   }
 
@@ -338,24 +338,22 @@ LogicalResult Emitter::emitOp(Operation *op) {
     auto t = s.getType();
     std::string ty = dtypeCType(t.getElementType());
     std::string n = fresh("slot");
-    line(ty + "* const " + n + " = " + name(s.getBuffer()) + " + " + name(s.getSlot()) + " * " +
-         std::to_string(t.getNumElements()) + ";");
+    line(fmt::format("{}* const {} = {} + {} * {};", ty, n, name(s.getBuffer()), name(s.getSlot()), t.getNumElements()));
     bind(res(), n);
     return success();
   }
   if (auto b = dyn_cast<BarriersOp>(op)) {
     if (!b.getOffset()) return op->emitOpError("has no arena offset (run qla-assign-resources)");
     std::string n = fresh("bar");
-    line("qla::dev::u64* const " + n + " = reinterpret_cast<qla::dev::u64*>(qla_smem + " +
-         std::to_string(*b.getOffset()) + ");");
+    line(fmt::format("qla::dev::u64* const {} = reinterpret_cast<qla::dev::u64*>(qla_smem + {});", n, *b.getOffset()));
     bind(res(), n);
     return success();
   }
   if (auto b = dyn_cast<BarrierInitOp>(op)) {
     auto bars = b.getBarriers().getDefiningOp<BarriersOp>();
     line("if (threadIdx.x == 0) {");
-    line("  for (int i = 0; i < " + std::to_string(bars.getType().getCount()) + "; ++i) qla::dev::mbarrier_init(&" +
-         name(b.getBarriers()) + "[i], " + std::to_string(bars.getArrivals()) + ");");
+    line(fmt::format("  for (int i = 0; i < {}; ++i) qla::dev::mbarrier_init(&{}[i], {});", bars.getType().getCount(),
+                     name(b.getBarriers()), bars.getArrivals()));
     line("  qla::dev::fence_mbarrier_init();");
     line("}");
     return success();
@@ -366,8 +364,8 @@ LogicalResult Emitter::emitOp(Operation *op) {
   }
   if (auto r = dyn_cast<RingOp>(op)) {
     std::string n = fresh(sanitize(r.getName()));
-    line("int " + n + "_slot = 0;");
-    line("unsigned " + n + "_phase = 0;");
+    line(fmt::format("int {}_slot = 0;", n));
+    line(fmt::format("unsigned {}_phase = 0;", n));
     bind(res(), n);
     return success();
   }
@@ -381,27 +379,26 @@ LogicalResult Emitter::emitOp(Operation *op) {
   }
   if (auto r = dyn_cast<RingAdvanceOp>(op)) {
     std::string n = name(r.getRing());
-    line("if (++" + n + "_slot == " + std::to_string(r.getRing().getType().getDepth()) + ") { " + n +
-         "_slot = 0; " + n + "_phase ^= 1u; }");
+    line(fmt::format("if (++{0}_slot == {1}) {{ {0}_slot = 0; {0}_phase ^= 1u; }}", n, r.getRing().getType().getDepth()));
     return success();
   }
   if (auto w = dyn_cast<BarrierWaitOp>(op)) {
-    line("qla::dev::mbarrier_wait(&" + name(w.getBarriers()) + "[" + name(w.getSlot()) + "], (unsigned)" +
-         name(w.getPhase()) + ");");
+    line(fmt::format("qla::dev::mbarrier_wait(&{}[{}], (unsigned){});", name(w.getBarriers()), name(w.getSlot()),
+                     name(w.getPhase())));
     return success();
   }
   if (auto a = dyn_cast<BarrierArriveOp>(op)) {
-    std::string call = "qla::dev::mbarrier_arrive(&" + name(a.getBarriers()) + "[" + name(a.getSlot()) + "]);";
+    std::string call = fmt::format("qla::dev::mbarrier_arrive(&{}[{}]);", name(a.getBarriers()), name(a.getSlot()));
     line(a.getPerWarpgroup() ? "if (threadIdx.x % 128 == 0) " + call : call);
     return success();
   }
   if (auto a = dyn_cast<BarrierExpectTxOp>(op)) {
-    line("qla::dev::mbarrier_arrive_expect_tx(&" + name(a.getBarriers()) + "[" + name(a.getSlot()) + "], " +
-         std::to_string(a.getBytes()) + ");");
+    line(fmt::format("qla::dev::mbarrier_arrive_expect_tx(&{}[{}], {});", name(a.getBarriers()), name(a.getSlot()),
+                     a.getBytes()));
     return success();
   }
   if (auto nb = dyn_cast<NamedBarrierOp>(op)) {
-    line("qla::dev::named_barrier_sync(" + std::to_string(nb.getId()) + ", " + std::to_string(nb.getThreads()) + ");");
+    line(fmt::format("qla::dev::named_barrier_sync({}, {});", nb.getId(), nb.getThreads()));
     return success();
   }
   if (isa<FenceProxyAsyncOp>(op)) {
@@ -412,22 +409,22 @@ LogicalResult Emitter::emitOp(Operation *op) {
     // Roles are the branches of one if/else chain so that setmaxnreg applies.
     bool chained = false;
     if (Operation *prev = op->getPrevNode(); prev && isa<WarpgroupsOp>(prev)) chained = true;
-    std::string cond = "qla_wg >= " + std::to_string(wg.getWgBegin()) + " && qla_wg <= " + std::to_string(wg.getWgEnd());
+    std::string cond = fmt::format("qla_wg >= {} && qla_wg <= {}", wg.getWgBegin(), wg.getWgEnd());
     if (chained) {
       // Reopen: the previous role's closing brace becomes "} else if".
       body_.resize(body_.size() - (indent_ * 2 + 2));
-      line("} else if (" + cond + ") {  // role " + wg.getName().str());
+      line(fmt::format("}} else if ({}) {{  // role {}", cond, wg.getName().str()));
     } else {
-      line("if (" + cond + ") {  // role " + wg.getName().str());
+      line(fmt::format("if ({}) {{  // role {}", cond, wg.getName().str()));
     }
     int64_t id = 1;
     for (auto w : fn_.getOps<WarpgroupsOp>()) {
       if (w == wg) break;
       ++id;
     }
-    groups_.push_back({wg.getWgBegin(), wg.getWgEnd(), id});
+    groups_.push_back({int64_t(wg.getWgBegin()), int64_t(wg.getWgEnd()), id});
     ++indent_;
-    line("const int qla_wgl = qla_wg - " + std::to_string(wg.getWgBegin()) + ";  // warpgroup within the role");
+    line(fmt::format("const int qla_wgl = qla_wg - {};  // warpgroup within the role", wg.getWgBegin()));
     line("(void)qla_wgl;");
     if (failed(emitBlock(wg.getBody().front()))) return failure();
     --indent_;
@@ -436,7 +433,7 @@ LogicalResult Emitter::emitOp(Operation *op) {
     return success();
   }
   if (auto e = dyn_cast<ElectOp>(op)) {
-    line("if (threadIdx.x == " + std::to_string(group().begin * 128) + ") {");
+    line(fmt::format("if (threadIdx.x == {}) {{", group().begin * 128));
     ++indent_;
     if (failed(emitBlock(e.getBody().front()))) return failure();
     --indent_;
@@ -444,8 +441,7 @@ LogicalResult Emitter::emitOp(Operation *op) {
     return success();
   }
   if (auto s = dyn_cast<SetMaxNRegOp>(op)) {
-    line(std::string("qla::dev::setmaxnreg_") + (s.getIncrease() ? "inc" : "dec") + "<" +
-         std::to_string(s.getRegs()) + ">();");
+    line(fmt::format("qla::dev::setmaxnreg_{}<{}>();", s.getIncrease() ? "inc" : "dec", s.getRegs()));
     return success();
   }
   if (auto t = dyn_cast<TmaLoadOp>(op)) return emitTmaLoad(t);
@@ -456,8 +452,8 @@ LogicalResult Emitter::emitOp(Operation *op) {
     return success();
   }
   if (auto w = dyn_cast<WgmmaWaitOp>(op)) {
-    line("qla::dev::wgmma_wait<" + std::to_string(w.getPending()) + ">();");
-    for (Value f : w.getFrags()) line("qla::dev::warpgroup_fence_regs(" + name(f) + ");");
+    line(fmt::format("qla::dev::wgmma_wait<{}>();", w.getPending()));
+    for (Value f : w.getFrags()) line(fmt::format("qla::dev::warpgroup_fence_regs({});", name(f)));
     return success();
   }
   return op->emitOpError("the CUDA emitter cannot print this operation yet");

@@ -77,7 +77,8 @@ class Emitter {
   mlir::LogicalResult emitWgmmaFence(mlir::ValueRange frags);
 
   // Per-register iteration over a fragment: emits the loop header and binds
-  // `row`/`col` expressions (strings) valid inside it.
+  // `row`/`col` expressions (strings) valid inside it, from the fragment's
+  // FragLayout (compiler/emit/FragLayout.h).
   struct RegLoop {
     std::string reg;             // loop variable (register index)
     std::vector<std::string> idx;  // tile indices (row[, col]) of that register
@@ -90,7 +91,8 @@ class Emitter {
   std::string declareStr(const std::string &type, const std::string &expr, const std::string &prefix);
   std::string fragElem(mlir::Value frag, const std::string &reg);         // lvalue/rvalue as float
   void fragStore(mlir::Value frag, const std::string &reg, const std::string &value);
-  // Register index in a row/col vector for register `reg` of a 2-D acc fragment.
+  // Register index in a row/col vector for register `reg` of a 2-D acc
+  // fragment (FragLayout::vectorRegText).
   std::string vectorRegFor(mlir::qla::FragType vec, mlir::qla::FragType acc, const std::string &reg);
 
  private:

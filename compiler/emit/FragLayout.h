@@ -1,0 +1,66 @@
+// Register layouts of fragments as index maps: for each layout kind, which
+// tile element register r of a thread holds. Defined once here and used by
+// every emit function (as text over the kernel's qla_lane / qla_warp /
+// qla_wgl) and by unit tests and verifiers (as a C++ function).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mlir::qla {
+class FragType;
+}
+
+namespace qla::compiler {
+
+// The thread that holds a register: lane in its warp, warp in its
+// warpgroup, warpgroup within the fragment's role (0 .. warpgroups - 1).
+struct FragThread {
+  int64_t lane = 0, warp = 0, wgl = 0;
+};
+
+class FragLayout {
+ public:
+  // Same numbering as mlir::qla::FragType::Layout.
+  enum Kind : unsigned { Acc = 1, Row = 2, Col = 3 };
+
+  // `shape`: the fragment's shape ([M, N] for Acc, [M] for Row, [N] for Col);
+  // `warpgroups`: the warpgroups of its role (Acc and Row split the rows
+  // over them; Col vectors are held whole by every warpgroup).
+  FragLayout(Kind kind, std::vector<int64_t> shape, unsigned warpgroups);
+  static FragLayout of(mlir::qla::FragType t);  // t must have a layout
+
+  Kind kind() const { return kind_; }
+  const std::vector<int64_t> &shape() const { return shape_; }
+  unsigned warpgroups() const { return wg_; }
+  size_t rank() const { return shape_.size(); }
+  int64_t regsPerThread() const;
+  // Threads holding each element: 1 (Acc), 4 (Row: the lanes of a quad),
+  // 32 x warpgroups (Col: a lane's column pairs repeat in every row group).
+  int64_t replication() const;
+
+  // The tile index (row, col) (Acc), (row) (Row) or (col) (Col) of
+  // register r of thread t.
+  std::vector<int64_t> index(int64_t r, FragThread t) const;
+  // The same as C++ expressions of the register expression `r` (evaluated
+  // once per use: pass a variable) and the kernel's qla_lane, qla_warp,
+  // qla_wgl.
+  std::vector<std::string> indexText(const std::string &r) const;
+
+  // Registers r, r + 1 (r even) are columns c, c + 1 of one row (c even):
+  // true for Acc and Col layouts with an even register count.
+  bool pairsColumns() const;
+
+  // For an Acc layout: the register of a Row (the register's row) or Col
+  // (its column) vector layout that holds the index of register r.
+  int64_t vectorReg(Kind vec, int64_t r) const;
+  std::string vectorRegText(Kind vec, const std::string &r) const;
+
+ private:
+  Kind kind_;
+  std::vector<int64_t> shape_;
+  unsigned wg_;
+};
+
+}  // namespace qla::compiler
