@@ -111,6 +111,8 @@ bool compileQla(const std::string &source, const std::string &filename, const Co
     }
   }
 
+  out.kernelName = kernel->name;
+
   mlir::MLIRContext ctx;
   loadDialects(ctx);
   mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
@@ -156,6 +158,7 @@ bool compileQlaMlir(const std::string &mlirText, const std::string &filename, co
       return false;
     }
   }
+  out.kernelName = keep.getSymName().str();
   for (auto f : llvm::make_early_inc_range(mod.getOps<mlir::func::FuncOp>()))
     if (f != keep) f.erase();
   out.tileIr = printOp(mod);

@@ -1,6 +1,8 @@
 // The JIT API: compiler driver + NVRTC + kernel cache + launcher.
 #include "qla/jit.h"
 
+#include "qla/runtime/Log.h"
+
 #include <chrono>
 #include <fstream>
 #include <sstream>
@@ -16,14 +18,37 @@ static std::string joinLines(const std::vector<std::string> &v) {
 CompileError::CompileError(std::vector<std::string> diags)
     : std::runtime_error(joinLines(diags)), diagnostics(std::move(diags)) {}
 
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double msSince(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+std::string formatDefines(const std::map<std::string, std::string> &defines) {
+  std::string s = "{";
+  for (auto &[k, v] : defines) s += (s.size() > 1 ? ", " : "") + k + "=" + v;
+  return s + "}";
+}
+
+}  // namespace
+
 JitKernel jitCompileString(const std::string &source, const std::string &filename, const JitOptions &options) {
-  auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = Clock::now();
+  const bool logging = rt::logEnabled(rt::LogLevel::Error);
+  const std::string defines = logging ? formatDefines(options.defines) : std::string();
+  rt::logPrintf(rt::LogLevel::Debug, "jit: request %s kernel=%s defines=%s", filename.c_str(),
+                options.kernel.empty() ? "(the file's only kernel)" : options.kernel.c_str(), defines.c_str());
   CompileOptions co;
   co.defines = options.defines;
   co.kernel = options.kernel;
   CompiledKernel ck;
   std::vector<std::string> diags;
-  if (!compileQla(source, filename, co, ck, diags)) throw CompileError(diags);
+  if (!compileQla(source, filename, co, ck, diags)) {
+    rt::logPrintf(rt::LogLevel::Error, "jit: %s defines=%s: compile error after %.3f ms: %s", filename.c_str(),
+                  defines.c_str(), msSince(t0), diags.empty() ? "(no diagnostic)" : diags.front().c_str());
+    throw CompileError(diags);
+  }
+  const double frontMs = msSince(t0);
 
   rt::NvrtcOptions no;
   if (!options.arch.empty()) no.arch = options.arch;
@@ -37,27 +62,62 @@ JitKernel jitCompileString(const std::string &source, const std::string &filenam
   parts.qlaVersion = qlaVersion();
   std::string key = rt::cacheKey(parts);
 
+  // "gemm [qla_gemm_1a2b3c4d] (gemm.qla) defines={BN=128} arch=sm_90a"
+  const std::string what = logging ? ck.kernelName + " [" + ck.info.name + "] (" + filename + ") defines=" +
+                                         defines + " arch=" + no.arch
+                                   : std::string();
   rt::KernelCache &cache = options.cache ? *options.cache : rt::KernelCache::global();
   JitKernel k;
   std::string error;
+  double nvrtcMs = 0;
+  const auto tLookup = Clock::now();
   bool ok = cache.getOrBuild(
       key,
       [&](rt::CacheEntry &e, std::string &err) {
+        rt::logPrintf(rt::LogLevel::Debug, "jit: %s: cache miss (key %s); running NVRTC", what.c_str(),
+                      key.c_str());
+        const auto tn = Clock::now();
         rt::NvrtcResult r = rt::compileCuda(ck.cuda, ck.info.name, no);
+        nvrtcMs = msSince(tn);
         if (!r.ok) {
           err = r.error;
           return false;
         }
+        if (!r.log.empty()) rt::logPrintf(rt::LogLevel::Debug, "nvrtc: %s: %s", ck.info.name.c_str(), r.log.c_str());
         e.cubin = std::move(r.cubin);
         e.ptx = std::move(r.ptx);
         e.kernelInfo = ck.info.serialize();
         return true;
       },
       k.entry_, error, &k.hit_);
-  if (!ok) throw CompileError({filename + ": error: " + error});
+  const double cacheMs = msSince(tLookup);  // lookup (+ NVRTC + store on a miss)
+  if (!ok) {
+    rt::logPrintf(rt::LogLevel::Error, "jit: %s: NVRTC failed after %.3f ms", what.c_str(), nvrtcMs);
+    throw CompileError({filename + ": error: " + error});
+  }
   k.info_ = std::move(ck.info);
   k.cuda_ = std::move(ck.cuda);
-  k.seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  k.seconds_ = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (rt::logEnabled(rt::LogLevel::Info)) {
+    const double totalMs = k.seconds_ * 1e3;
+    switch (k.hit_) {
+      case rt::CacheHit::Memory:
+        rt::logPrintf(rt::LogLevel::Info, "jit: %s: memory-cache hit; front end+passes+emit %.3f ms, total %.3f ms",
+                      what.c_str(), frontMs, totalMs);
+        break;
+      case rt::CacheHit::Disk:
+        rt::logPrintf(rt::LogLevel::Info,
+                      "jit: %s: disk-cache hit %s; front end+passes+emit %.3f ms, cache read %.3f ms, total %.3f ms",
+                      what.c_str(), cache.pathFor(key).c_str(), frontMs, cacheMs, totalMs);
+        break;
+      case rt::CacheHit::Miss:
+        rt::logPrintf(rt::LogLevel::Info,
+                      "jit: %s: cache miss, compiled; front end+passes+emit %.3f ms, NVRTC %.3f ms, total %.3f ms; "
+                      "entry %s",
+                      what.c_str(), frontMs, nvrtcMs, totalMs, cache.pathFor(key).c_str());
+        break;
+    }
+  }
   return k;
 }
 

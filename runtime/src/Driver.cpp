@@ -2,10 +2,12 @@
 // and kernel launch. Linking libcuda directly would make every QLA binary
 // (compiler, tests) fail to start on a machine without a GPU driver.
 #include "qla/runtime/Driver.h"
+#include "qla/runtime/Log.h"
 
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cmath>
 #include <mutex>
@@ -472,6 +474,7 @@ LoadedKernel::LoadedKernel(const std::string &cubin, const KernelInfo &info)
     : info_(info), impl_(std::make_unique<Impl>()) {
   const std::string ctx = "while loading kernel '" + info.name + "'";
   if (cubin.empty()) throw Error("kernel '" + info.name + "': empty cubin");
+  const auto t0 = std::chrono::steady_clock::now();
   impl_->ctx = ensureContext(ctx);
   const DriverApi &a = requireDriver();
   check(a.cuModuleLoadData(&impl_->module, cubin.data()), "cuModuleLoadData", ctx);
@@ -488,9 +491,13 @@ LoadedKernel::LoadedKernel(const std::string &cubin, const KernelInfo &info)
             "cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)", ctx);
   } catch (...) {
     a.cuModuleUnload(impl_->module);
+    logPrintf(LogLevel::Error, "module: loading %s failed", info.name.c_str());
     throw;
   }
   impl_->maps.resize(info.params.size());
+  logPrintf(LogLevel::Info, "module: loaded %s (cubin %zu bytes, dynamic smem %d bytes) in %.3f ms",
+            info.name.c_str(), cubin.size(), int(info.dynamicSmemBytes),
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
 }
 
 LoadedKernel::~LoadedKernel() {

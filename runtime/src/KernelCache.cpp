@@ -9,6 +9,7 @@
 // with several processes writing the same key. Anything that fails validation
 // (truncation, garbage, another format version) is a miss.
 #include "qla/runtime/KernelCache.h"
+#include "qla/runtime/Log.h"
 
 #include <fcntl.h>
 #include <pwd.h>
@@ -257,24 +258,29 @@ std::string encodeEntry(const std::string &key, const CacheEntry &e) {
   return s;
 }
 
-bool decodeEntry(const std::string &key, const std::string &s, CacheEntry &e) {
-  if (s.size() < kHeaderBytes + kChecksumBytes) return false;
+bool decodeEntry(const std::string &key, const std::string &s, CacheEntry &e, const char **why) {
+  auto fail = [&](const char *w) {
+    *why = w;
+    return false;
+  };
+  if (s.size() < kHeaderBytes + kChecksumBytes) return fail("truncated header");
   const char *p = s.data();
-  if (std::memcmp(p, "QLAK", 4) != 0 || getU32(p + 4) != kFormatVersion) return false;
+  if (std::memcmp(p, "QLAK", 4) != 0) return fail("not a kernel cache entry");
+  if (getU32(p + 4) != kFormatVersion) return fail("another format version");
   uint64_t keyLen = getU32(p + 8), cubinLen = getU64(p + 16), ptxLen = getU64(p + 24),
            infoLen = getU64(p + 32);
   uint64_t avail = s.size() - kHeaderBytes - kChecksumBytes;
   // Compare piecewise so that absurd lengths cannot overflow the sum.
-  if (keyLen != key.size() || keyLen > avail) return false;
+  if (keyLen != key.size() || keyLen > avail) return fail("key length mismatch");
   avail -= keyLen;
-  if (cubinLen > avail) return false;
+  if (cubinLen > avail) return fail("truncated");
   avail -= cubinLen;
-  if (ptxLen > avail) return false;
+  if (ptxLen > avail) return fail("truncated");
   avail -= ptxLen;
-  if (infoLen != avail) return false;
-  if (s.compare(kHeaderBytes, keyLen, key) != 0) return false;
+  if (infoLen != avail) return fail("truncated or trailing bytes");
+  if (s.compare(kHeaderBytes, keyLen, key) != 0) return fail("key mismatch");
   size_t body = s.size() - kChecksumBytes;
-  if (getU64(p + body) != checksum(p, body)) return false;
+  if (getU64(p + body) != checksum(p, body)) return fail("checksum mismatch");
   size_t off = kHeaderBytes + keyLen;
   e.cubin.assign(p + off, cubinLen);
   off += cubinLen;
@@ -339,7 +345,18 @@ std::optional<CacheEntry> KernelCache::lookup(const std::string &key, CacheHit *
   if (!isDiskSafeKey(key)) return std::nullopt;
   std::string bytes;
   CacheEntry e;
-  if (!readFile(pathFor(key), bytes) || !decodeEntry(key, bytes, e)) return std::nullopt;
+  const std::string path = pathFor(key);
+  if (!readFile(path, bytes)) {
+    logPrintf(LogLevel::Debug, "cache: %s not on disk (%s)", key.c_str(), path.c_str());
+    return std::nullopt;
+  }
+  const char *why = "";
+  if (!decodeEntry(key, bytes, e, &why)) {
+    // Rebuilt by getOrBuild(); the store replaces the file atomically.
+    logPrintf(LogLevel::Info, "cache: corrupt entry %s (%s, %zu bytes); rebuilding", path.c_str(), why,
+              bytes.size());
+    return std::nullopt;
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     mem_.emplace(key, e);
@@ -403,6 +420,9 @@ bool KernelCache::getOrBuild(const std::string &key,
     // A read-only or full cache directory must not fail the build; say so once.
     static std::atomic<bool> warned{false};
     if (!warned.exchange(true)) std::fprintf(stderr, "qla: warning: %s\n", warning.c_str());
+    logPrintf(LogLevel::Error, "%s", warning.c_str());
+  } else {
+    logPrintf(LogLevel::Debug, "cache: stored %s", isDiskSafeKey(key) ? pathFor(key).c_str() : key.c_str());
   }
   out = std::move(built);
   return true;

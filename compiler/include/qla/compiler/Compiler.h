@@ -21,6 +21,7 @@ struct CompiledKernel {
   std::string tileIr;     // the qla dialect as the front end built it
   std::string loweredIr;  // after the pass pipeline (qlanv level)
   std::string cuda;       // the NVRTC translation unit
+  std::string kernelName; // the kernel's name in the source (info.name is the emitted symbol)
   KernelInfo info;
 };
 
