@@ -1,19 +1,23 @@
-// The GDN forward operator: argument checks, workspace layout, kernel
-// specialization and JIT memoization, launch plans and the two launches.
-// See qla/gdn.h and kernels/gdn/KERNELS.md.
+// The GDN forward operator: the contract of its arguments, the workspace
+// layout, the kernel specializations, the launch plan and the launches. What
+// any operator needs (argument and device checks, workspace regions, the
+// kernel registry, launch-plan checks, running launches) is the shared layer
+// in kernels/common (qla::op). See qla/gdn.h and kernels/gdn/KERNELS.md.
 #include "qla/gdn.h"
-
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <memory>
 #include <mutex>
 #include <sstream>
 
 #include "Schedule.h"
 #include "qla/jit.h"
+#include "qla/op/Device.h"
+#include "qla/op/Error.h"
+#include "qla/op/KernelRegistry.h"
+#include "qla/op/Launch.h"
+#include "qla/op/Tensor.h"
+#include "qla/op/Workspace.h"
 
 namespace qla::gdn {
 namespace detail {
@@ -22,119 +26,40 @@ const std::vector<std::pair<std::string, std::string>> &embeddedKernelTable();  
 
 namespace {
 
+using op::dims;
+using op::kMaxBytes;
+using op::kMaxExtent;
+using op::ptrText;
+using op::roundUp;
+
 constexpr const char *kOp = "chunk_gated_delta_rule: ";
 constexpr const char *kPrepareFile = "gdn_fwd_prepare.qla";
 constexpr const char *kStateFile = "gdn_fwd_state.qla";
 constexpr const char *kMergeFile = "gdn_fwd_merge.qla";
-constexpr size_t kAlign = 256;       // workspace region alignment
-constexpr size_t kDummyBytes = 256;  // stands in for absent optional tensors
-constexpr int64_t kMaxExtent = (int64_t(1) << 31) - 1;  // dims are int32 in the kernels
-constexpr int64_t kMaxBytes = int64_t(1) << 46;         // far beyond any GPU, far below overflow
+constexpr const char *kSourceDir = "kernels/gdn/";             // the compiler sees kernels/gdn/<file>
+constexpr const char *kContractDoc = "kernels/gdn/KERNELS.md";  // the kernels' argument lists
 
 [[noreturn]] void fail(const std::string &msg) { throw Error(kOp + msg); }
 
-std::string dims(const std::vector<int64_t> &v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
+// The public entry points run under this: the shared layer's op::Error
+// becomes Error with the operator's prefix.
+template <class F>
+decltype(auto) guarded(F &&f) {
+  return op::rethrowAs<Error>(kOp, std::forward<F>(f));
 }
 
-std::string ptrText(const void *p) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%p", p);
-  return buf;
-}
-
-int64_t roundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
-
-std::vector<int64_t> stridesOf(const TensorRef &t) {
-  return rt::effectiveStrides(rt::TensorArg{t.data, t.shape, t.strides});
-}
-
-// Byte span [lo, hi) that a (validated) tensor may touch.
-std::pair<uintptr_t, uintptr_t> byteSpan(const TensorRef &t) {
-  std::vector<int64_t> s = stridesOf(t);
-  int64_t last = 0;
-  for (size_t i = 0; i < t.shape.size(); ++i) last += (t.shape[i] - 1) * s[i];
-  uintptr_t lo = reinterpret_cast<uintptr_t>(t.data);
-  return {lo, lo + uintptr_t((last + 1) * dtypeBytes(t.dtype))};
-}
+op::TensorView view(const TensorRef &t) { return {t.data, t.dtype, t.shape, t.strides}; }
 
 bool isHalf(DType d) { return d == DType::BF16 || d == DType::F16; }
 
-// Rank, stride count, non-null data, extents in 1..2^31-1, sane size.
-void checkBasic(const std::string &name, const TensorRef &t, size_t rank, const char *layout) {
-  if (t.shape.size() != rank)
-    fail(name + " must have " + std::to_string(rank) + " dim" + (rank == 1 ? "" : "s") + " " + layout +
-         ", got shape " + dims(t.shape));
-  if (!t.strides.empty() && t.strides.size() != rank)
-    fail(name + " has " + std::to_string(t.strides.size()) + " strides for " + std::to_string(rank) + " dims");
-  if (!t.data) fail(name + " is a null pointer");
-  for (size_t i = 0; i < rank; ++i) {
-    if (t.shape[i] < 1) fail(name + " has an empty or negative dim: shape " + dims(t.shape));
-    if (t.shape[i] > kMaxExtent)
-      fail(name + " dim " + std::to_string(i) + " = " + std::to_string(t.shape[i]) +
-           " is too large (at most 2^31 - 1)");
-  }
-  std::vector<int64_t> s = stridesOf(t);
-  long double span = 1;
-  for (size_t i = 0; i < rank; ++i) span += (long double)(t.shape[i] - 1) * std::fabs((long double)s[i]);
-  if (span * dtypeBytes(t.dtype) > (long double)kMaxBytes) fail(name + " is too large: shape " + dims(t.shape));
-}
-
-// Last dim stride 1 (or extent 1), positive strides; with rowAlign16 the other
-// strides (of dims with extent > 1) are multiples of 16 bytes, and the data
-// pointer is 16-byte aligned; otherwise it is aligned to the element size.
-void checkLayout(const std::string &name, const TensorRef &t, bool rowAlign16) {
-  std::vector<int64_t> s = stridesOf(t);
-  const size_t r = t.shape.size();
-  const int64_t elem = dtypeBytes(t.dtype);
-  bool ok = t.shape[r - 1] == 1 || s[r - 1] == 1;
-  for (size_t i = 0; i + 1 < r && ok; ++i) {
-    if (t.shape[i] == 1) continue;
-    if (s[i] < 1) ok = false;
-    if (rowAlign16 && s[i] * elem % 16 != 0) ok = false;
-  }
-  if (!ok) {
-    if (rowAlign16)
-      fail(name + " must be contiguous in its last dim (stride 1) with 16-byte aligned rows; got strides " +
-           dims(s) + " for shape " + dims(t.shape));
-    fail(name + " must be contiguous in its last dim (stride 1) with positive strides; got strides " + dims(s) +
-         " for shape " + dims(t.shape));
-  }
-  int64_t align = rowAlign16 ? 16 : elem;
-  if (reinterpret_cast<uintptr_t>(t.data) % uintptr_t(align) != 0)
-    fail(name + "'s data pointer " + ptrText(t.data) + " is not " + std::to_string(align) + "-byte aligned");
-}
-
-// An output must not write the same element twice (a broadcast or overlapping view).
-void checkNoSelfOverlap(const std::string &name, const TensorRef &t) {
-  std::vector<int64_t> s = stridesOf(t);
-  std::vector<size_t> order;
-  for (size_t i = 0; i < t.shape.size(); ++i)
-    if (t.shape[i] > 1) order.push_back(i);
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return s[a] < s[b]; });
-  int64_t need = 1;  // the smallest stride the next dim may have
-  for (size_t i : order) {
-    if (s[i] < need)
-      fail(name + " has overlapping elements (strides " + dims(s) + " for shape " + dims(t.shape) +
-           "); an output must not be a broadcast or overlapping view");
-    need = s[i] * t.shape[i];
-  }
-}
-
-struct Named {
-  const char *name;
-  const TensorRef *t;
-  bool output;
-};
-
-std::vector<Named> namedTensors(const ForwardParams &p) {
-  std::vector<Named> v = {{"q", &p.q, false},    {"k", &p.k, false}, {"v", &p.v, false},
-                          {"g", &p.g, false},    {"beta", &p.beta, false}, {"o", &p.o, true}};
-  if (p.initial_state) v.push_back({"initial_state", &*p.initial_state, false});
-  if (p.final_state) v.push_back({"final_state", &*p.final_state, true});
-  if (p.cu_seqlens) v.push_back({"cu_seqlens", &*p.cu_seqlens, false});
+// Every tensor argument, in argument order (the optional ones when given).
+std::vector<op::NamedTensor> namedTensors(const ForwardParams &p) {
+  std::vector<op::NamedTensor> v = {{"q", view(p.q), false},       {"k", view(p.k), false},
+                                    {"v", view(p.v), false},       {"g", view(p.g), false},
+                                    {"beta", view(p.beta), false}, {"o", view(p.o), true}};
+  if (p.initial_state) v.push_back({"initial_state", view(*p.initial_state), false});
+  if (p.final_state) v.push_back({"final_state", view(*p.final_state), true});
+  if (p.cu_seqlens) v.push_back({"cu_seqlens", view(*p.cu_seqlens), false});
   return v;
 }
 
@@ -149,7 +74,8 @@ struct WorkspaceLayout {
   Schedule schedule;
 };
 
-
+// Regions W, U, GC (then HS, LS, PH, PL with a split), each 256-byte aligned,
+// then the dummy (op::WorkspacePlanner).
 // GC is [B, Hv, gcSlots] f32: γ of chunk c of a sequence lives in slot
 // (bos / C + n + c) of C values (varlen; n the sequence index) or slot c
 // (fixed length), so that every chunk's γ starts 16-byte aligned for TMA.
@@ -159,232 +85,45 @@ struct WorkspaceLayout {
 // segments' state transitions as hi + lo), NZ the schedule's segment ids.
 WorkspaceLayout workspaceLayout(DType dtype, int64_t B, int64_t T, int64_t Hv, int64_t K, int64_t V,
                                 int64_t numSequences, int64_t segmentChunks) {
-  auto align = [](size_t x) { return (x + kAlign - 1) / kAlign * kAlign; };
   const size_t eb = size_t(dtypeBytes(dtype));
   WorkspaceLayout l;
   MachineModel m;
   m.sms = deviceSmCount();
   l.schedule = forwardSchedule(ForwardShape{B, T, Hv, K, V, numSequences}, m, segmentChunks);
   l.gcSlots = ((T + kChunk - 1) / kChunk + std::max<int64_t>(numSequences - 1, 0)) * kChunk;
-  l.w = 0;
-  l.u = align(l.w + size_t(B * T * Hv * K) * eb);
-  l.gc = align(l.u + size_t(B * T * Hv * V) * eb);
-  size_t end = align(l.gc + size_t(B * Hv * l.gcSlots) * 4);
+  op::WorkspacePlanner ws;
+  l.w = ws.add(size_t(B * T * Hv * K) * eb);
+  l.u = ws.add(size_t(B * T * Hv * V) * eb);
+  l.gc = ws.add(size_t(B * Hv * l.gcSlots) * 4);
   if (l.schedule.split) {
     const size_t nz = size_t(l.schedule.numIds);
-    l.hs = end;
-    l.ls = align(l.hs + nz * size_t(Hv * K * V) * 4);
-    l.ph = align(l.ls + nz * size_t(Hv * K * V) * 4);
-    l.pl = align(l.ph + nz * size_t(Hv * K * K) * 2);
-    end = align(l.pl + nz * size_t(Hv * K * K) * 2);
+    l.hs = ws.add(nz * size_t(Hv * K * V) * 4);
+    l.ls = ws.add(nz * size_t(Hv * K * V) * 4);
+    l.ph = ws.add(nz * size_t(Hv * K * K) * 2);
+    l.pl = ws.add(nz * size_t(Hv * K * K) * 2);
   }
-  l.dummy = end;
-  l.total = l.dummy + kDummyBytes;
+  l.dummy = ws.addDummy();
+  l.total = ws.total();
   return l;
 }
 
 //===----------------------------------------------------------------------===//
-// CUDA driver queries of our own (pointer attributes, the current context).
-// The runtime loads the driver for compiling and launching; this only asks it
-// about pointers. Loaded once; never throws.
+// The forward's kernels: one registry slot per specialization, and the four
+// slots of a configuration memoized by its key.
 //===----------------------------------------------------------------------===//
 
-struct PtrApi {
-  bool ok = false;
-  CUresult (*cuPointerGetAttributes)(unsigned, CUpointer_attribute *, void **, CUdeviceptr) = nullptr;
-  CUresult (*cuCtxGetCurrent)(CUcontext *) = nullptr;
-  CUresult (*cuCtxSetCurrent)(CUcontext) = nullptr;
-  CUresult (*cuCtxGetDevice)(CUdevice *) = nullptr;
-  CUresult (*cuDeviceGet)(CUdevice *, int) = nullptr;
-  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice) = nullptr;
-  CUresult (*cuGetErrorName)(CUresult, const char **) = nullptr;
-};
-
-const PtrApi &ptrApi() {
-  static const PtrApi api = [] {
-    PtrApi a;
-    void *lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!lib) return a;
-    auto get = [&](auto &fn, const char *name) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(lib, name));
-      return fn != nullptr;
-    };
-    a.ok = get(a.cuPointerGetAttributes, "cuPointerGetAttributes") && get(a.cuCtxGetCurrent, "cuCtxGetCurrent") &&
-           get(a.cuCtxSetCurrent, "cuCtxSetCurrent") && get(a.cuCtxGetDevice, "cuCtxGetDevice") &&
-           get(a.cuDeviceGet, "cuDeviceGet") && get(a.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain") &&
-           get(a.cuGetErrorName, "cuGetErrorName");
-    return a;
-  }();
-  return api;
+op::KernelRegistry &registry() {
+  static op::KernelRegistry r(kSourceDir, [](const std::string &file) { return embeddedKernelSource(file); });
+  return r;
 }
 
-std::string cuErr(CUresult r) {
-  const char *n = nullptr;
-  if (ptrApi().cuGetErrorName) ptrApi().cuGetErrorName(r, &n);
-  return n ? n : "CUDA error " + std::to_string(int(r));
-}
-
-struct PtrInfo {
-  int device = -1;
-  uintptr_t rangeStart = 0;
-  size_t rangeSize = 0;
-};
-
-PtrInfo devicePointer(const std::string &name, const void *ptr) {
-  const PtrApi &a = ptrApi();
-  const CUdeviceptr dp = CUdeviceptr(reinterpret_cast<uintptr_t>(ptr));
-  unsigned memType = 0;
-  int ordinal = -1;
-  CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
-  void *data[] = {&memType, &ordinal};
-  // Not an error for a pointer CUDA does not know: the memory type stays 0.
-  CUresult r = a.cuPointerGetAttributes(2, attrs, data, dp);
-  if (r != CUDA_SUCCESS || memType == 0)
-    fail(name + " is not a CUDA device pointer (" + ptrText(ptr) + ")");
-  if (memType == CU_MEMORYTYPE_HOST)
-    fail(name + " is not a CUDA device pointer (" + ptrText(ptr) + " is pinned host memory)");
-  PtrInfo info;
-  info.device = ordinal;
-  // The allocation's extent, where the driver reports one (best effort).
-  CUdeviceptr start = 0;
-  size_t size = 0;
-  CUpointer_attribute rattrs[] = {CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE};
-  void *rdata[] = {&start, &size};
-  if (a.cuPointerGetAttributes(2, rattrs, rdata, dp) == CUDA_SUCCESS) {
-    info.rangeStart = uintptr_t(start);
-    info.rangeSize = size;
-  }
-  return info;
-}
-
-// A tensor must lie inside the allocation its pointer is in.
-void checkInAllocation(const std::string &name, const PtrInfo &info, uintptr_t lo, uintptr_t hi,
-                       const std::string &what) {
-  if (!info.rangeStart || !info.rangeSize) return;  // not reported (e.g. managed memory)
-  uintptr_t end = info.rangeStart + info.rangeSize;
-  if (lo < info.rangeStart || hi > end)
-    fail(name + " does not fit in its allocation: " + what + " needs " + std::to_string(hi - lo) +
-         " bytes from " + ptrText(reinterpret_cast<void *>(lo)) + " but the allocation has " +
-         std::to_string(lo < end ? end - lo : 0) + " bytes left");
-}
-
-// Every pointer is device memory of one device, inside its allocation; makes
-// that device's context current if none is (its primary context) and returns it.
-CUcontext checkDevice(const ForwardParams &p, void *workspace, size_t workspaceNeed) {
-  std::string why;
-  if (!rt::gpuAvailable(&why)) fail(why);
-  const PtrApi &a = ptrApi();
-  if (!a.ok) fail("the CUDA driver (libcuda.so.1) lacks the pointer query functions");
-  int device = -1;
-  std::string first;  // the first argument whose device is known
-  auto one = [&](const std::string &name, const void *ptr, uintptr_t lo, uintptr_t hi, const std::string &what) {
-    PtrInfo info = devicePointer(name, ptr);
-    if (info.device >= 0) {
-      if (device < 0) {
-        device = info.device;
-        first = name;
-      } else if (info.device != device) {
-        fail(name + " is on CUDA device " + std::to_string(info.device) + " but " + first + " is on device " +
-             std::to_string(device));
-      }
-    }
-    checkInAllocation(name, info, lo, hi, what);
-  };
-  for (const Named &n : namedTensors(p)) {
-    auto [lo, hi] = byteSpan(*n.t);
-    one(n.name, n.t->data, lo, hi, "shape " + dims(n.t->shape) + ", strides " + dims(stridesOf(*n.t)));
-  }
-  uintptr_t w = reinterpret_cast<uintptr_t>(workspace);
-  one("workspace", workspace, w, w + workspaceNeed, "the operator");
-
-  CUcontext ctx = nullptr;
-  CUresult r = a.cuCtxGetCurrent(&ctx);
-  if (r != CUDA_SUCCESS) fail("cuCtxGetCurrent failed: " + cuErr(r));
-  if (device < 0) device = 0;
-  CUdevice want;
-  r = a.cuDeviceGet(&want, device);
-  if (r != CUDA_SUCCESS) fail("cuDeviceGet(" + std::to_string(device) + ") failed: " + cuErr(r));
-  if (ctx) {
-    CUdevice cur;
-    r = a.cuCtxGetDevice(&cur);
-    if (r != CUDA_SUCCESS) fail("cuCtxGetDevice failed: " + cuErr(r));
-    if (cur != want)
-      fail("the tensors are on CUDA device " + std::to_string(device) +
-           " but the current CUDA context is on device " + std::to_string(int(cur)) +
-           " (make their device current first)");
-    return ctx;
-  }
-  // No current context: use the tensors' device's primary context (what the
-  // CUDA runtime and PyTorch use), retained for the life of the process.
-  static std::mutex mu;
-  static std::map<int, CUcontext> primary;
-  std::lock_guard<std::mutex> lock(mu);
-  CUcontext &pc = primary[device];
-  if (!pc) {
-    r = a.cuDevicePrimaryCtxRetain(&pc, want);
-    if (r != CUDA_SUCCESS) {
-      pc = nullptr;
-      fail("cuDevicePrimaryCtxRetain failed: " + cuErr(r));
-    }
-  }
-  r = a.cuCtxSetCurrent(pc);
-  if (r != CUDA_SUCCESS) fail("cuCtxSetCurrent failed: " + cuErr(r));
-  return pc;
-}
-
-// The current context, or device 0's primary context made current (warmup).
-CUcontext currentOrPrimaryContext() {
-  const PtrApi &a = ptrApi();
-  if (!a.ok) fail("the CUDA driver (libcuda.so.1) lacks the context functions");
-  CUcontext ctx = nullptr;
-  if (a.cuCtxGetCurrent(&ctx) == CUDA_SUCCESS && ctx) return ctx;
-  CUdevice dev;
-  CUresult r = a.cuDeviceGet(&dev, 0);
-  if (r == CUDA_SUCCESS) r = a.cuDevicePrimaryCtxRetain(&ctx, dev);
-  if (r == CUDA_SUCCESS) r = a.cuCtxSetCurrent(ctx);
-  if (r != CUDA_SUCCESS) fail("cannot make device 0's primary context current: " + cuErr(r));
-  return ctx;
-}
-
-//===----------------------------------------------------------------------===//
-// Compiled kernels, memoized per specialization; loaded modules per context
-//===----------------------------------------------------------------------===//
-
-struct KernelSlot {
-  std::mutex mu;
-  bool compiled = false;
-  KernelSpec spec;
-  JitKernel kernel;
-  std::vector<std::pair<CUcontext, std::shared_ptr<rt::LoadedKernel>>> loaded;
-};
+op::KernelSpec opSpec(const KernelSpec &s) { return {s.file, s.defines}; }
+KernelSpec publicSpec(const op::KernelSlot &s) { return {s.spec.file, s.spec.defines}; }
 
 struct ConfigKernels {
-  KernelSlot *prepare = nullptr, *state = nullptr;  // always launched
-  KernelSlot *segment = nullptr, *merge = nullptr;  // with a split schedule
+  op::KernelSlot *prepare = nullptr, *state = nullptr;  // always launched
+  op::KernelSlot *segment = nullptr, *merge = nullptr;  // with a split schedule
 };
-
-std::mutex &registryMutex() {
-  static std::mutex mu;
-  return mu;
-}
-
-// Compiles are serialized: the front end and MLIR are not known to be
-// thread-safe across contexts, and a cold compile happens once per process.
-std::mutex &compileMutex() {
-  static std::mutex mu;
-  return mu;
-}
-
-KernelSlot &slotFor(const KernelSpec &spec) {
-  static std::map<std::string, std::unique_ptr<KernelSlot>> slots;
-  std::lock_guard<std::mutex> lock(registryMutex());
-  auto &s = slots[spec.str()];
-  if (!s) {
-    s = std::make_unique<KernelSlot>();
-    s->spec = spec;
-  }
-  return *s;
-}
 
 uint32_t configKey(const ForwardConfig &c) {
   uint32_t k = 0;
@@ -402,147 +141,41 @@ uint32_t configKey(const ForwardConfig &c) {
 }
 
 ConfigKernels kernelsFor(const ForwardConfig &c) {
+  static std::mutex mu;
   static std::map<uint32_t, ConfigKernels> memo;
   const uint32_t key = configKey(c);
   {
-    std::lock_guard<std::mutex> lock(registryMutex());
+    std::lock_guard<std::mutex> lock(mu);
     auto it = memo.find(key);
     if (it != memo.end()) return it->second;
   }
+  op::KernelRegistry &r = registry();
   ConfigKernels ck;
-  ck.prepare = &slotFor(prepareKernelSpec(c));
-  ck.state = &slotFor(stateKernelSpec(c));
-  ck.segment = &slotFor(segmentKernelSpec(c));
-  ck.merge = &slotFor(mergeKernelSpec(c));
-  std::lock_guard<std::mutex> lock(registryMutex());
+  ck.prepare = &r.slot(opSpec(prepareKernelSpec(c)));
+  ck.state = &r.slot(opSpec(stateKernelSpec(c)));
+  ck.segment = &r.slot(opSpec(segmentKernelSpec(c)));
+  ck.merge = &r.slot(opSpec(mergeKernelSpec(c)));
+  std::lock_guard<std::mutex> lock(mu);
   memo[key] = ck;
   return ck;
 }
 
-const JitKernel &compiled(KernelSlot &s) {
-  std::lock_guard<std::mutex> lock(s.mu);
-  if (s.compiled) return s.kernel;
-  const std::string *source = embeddedKernelSource(s.spec.file);
-  if (!source)
-    fail("the kernel " + s.spec.file + " was not embedded in this build of QLA (kernels/gdn/" + s.spec.file +
-         " missing at build time)");
-  try {
-    std::lock_guard<std::mutex> clock(compileMutex());
-    JitOptions opt;
-    opt.defines = s.spec.defines;
-    s.kernel = jitCompileString(*source, "kernels/gdn/" + s.spec.file, opt);
-  } catch (const std::exception &e) {
-    fail("compiling " + s.spec.str() + " failed:\n" + e.what());
-  }
-  s.compiled = true;
-  return s.kernel;
-}
-
-std::shared_ptr<rt::LoadedKernel> loadedFor(KernelSlot &s, CUcontext ctx) {
-  const JitKernel &k = compiled(s);
-  std::lock_guard<std::mutex> lock(s.mu);
-  for (auto &e : s.loaded)
-    if (e.first == ctx) return e.second;
-  std::shared_ptr<rt::LoadedKernel> lk;
-  try {
-    lk = std::make_shared<rt::LoadedKernel>(k.cubin(), k.info());
-  } catch (const std::exception &e) {
-    fail("loading " + s.spec.str() + " failed: " + e.what());
-  }
-  s.loaded.emplace_back(ctx, lk);
-  return lk;
-}
+const JitKernel &compiled(op::KernelSlot &s) { return registry().compiled(s); }
 
 //===----------------------------------------------------------------------===//
-// Launch arguments
+// Launch plan
 //===----------------------------------------------------------------------===//
 
-// Strides handed to the kernels: the tensor's own, except that a dim of extent
-// 1 (whose stride is never used) gets a 16-byte multiple, so that TMA
-// descriptors accept views such as q[None] whatever stride they carry there.
-std::vector<int64_t> launchStrides(const TensorRef &t) {
-  std::vector<int64_t> s = stridesOf(t);
-  const int64_t elem = dtypeBytes(t.dtype);
-  const int64_t unit = elem >= 16 ? 1 : 16 / elem;
-  for (size_t i = s.size(); i-- > 0;) {
-    if (t.shape[i] != 1) continue;
-    if (i + 1 == s.size()) s[i] = 1;
-    else s[i] = roundUp(std::max<int64_t>(1, s[i + 1] * t.shape[i + 1]), unit);
-  }
-  return s;
-}
+rt::TensorArg arg(const TensorRef &t) { return op::launchArg(view(t)); }
 
-rt::TensorArg arg(const TensorRef &t) { return rt::TensorArg{t.data, t.shape, launchStrides(t)}; }
-
-rt::TensorArg contiguousArg(void *data, std::vector<int64_t> shape) {
-  return rt::TensorArg{data, std::move(shape), {}};
-}
-
-// User-facing name of a kernel tensor argument.
-std::string userName(const std::string &kernelTensor) {
-  static const std::map<std::string, std::string> names = {
+// User-facing names of the kernels' tensor arguments.
+const op::ArgNames &userNames() {
+  static const op::ArgNames names = {
       {"Q", "q"},       {"Kt", "k"},          {"Vt", "v"},           {"G", "g"},
       {"Beta", "beta"}, {"CU", "cu_seqlens"}, {"H0", "initial_state"}, {"HT", "final_state"},
       {"O", "o"},       {"W", "workspace (W)"}, {"U", "workspace (U)"}, {"GC", "workspace (GC)"},
       {"HS", "workspace (HS)"}, {"LS", "workspace (LS)"}, {"PH", "workspace (PH)"}, {"PL", "workspace (PL)"}};
-  auto it = names.find(kernelTensor);
-  return it == names.end() ? kernelTensor : it->second;
-}
-
-// The operator and the kernel agree on the argument list (KERNELS.md).
-void checkSignature(const KernelSpec &spec, const KernelInfo &info, const std::vector<std::string> &names,
-                    const std::vector<DType> &dtypes, size_t nscalars) {
-  auto bad = [&](const std::string &m) {
-    fail("internal error: " + spec.file + " does not have the signature the operator launches (" + m +
-         "; see kernels/gdn/KERNELS.md)");
-  };
-  if (info.tensors.size() != names.size())
-    bad(std::to_string(info.tensors.size()) + " tensor arguments, expected " + std::to_string(names.size()));
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (info.tensors[i].name != names[i])
-      bad("tensor argument " + std::to_string(i) + " is '" + info.tensors[i].name + "', expected '" + names[i] + "'");
-    if (info.tensors[i].dtype != dtypes[i])
-      bad("tensor '" + names[i] + "' has dtype " + dtypeName(info.tensors[i].dtype) + ", expected " +
-          dtypeName(dtypes[i]));
-  }
-  if (info.scalars.size() != nscalars)
-    bad(std::to_string(info.scalars.size()) + " scalar arguments, expected " + std::to_string(nscalars));
-}
-
-// What the runtime would refuse at launch (TMA and raw-pointer layout rules),
-// checked for both kernels before either launches, with user-facing names.
-void checkAgainstKernel(const KernelSpec &spec, const KernelInfo &info, const rt::LaunchArgs &args) {
-  for (size_t t = 0; t < info.tensors.size(); ++t) {
-    const rt::TensorArg &ta = args.tensors[t];
-    const std::string name = userName(info.tensors[t].name);
-    const int64_t elem = dtypeBytes(info.tensors[t].dtype);
-    std::vector<int64_t> s = rt::effectiveStrides(ta);
-    bool tma = false, byPointer = false;
-    std::vector<bool> hasStride(ta.shape.size(), false);
-    for (const ParamInfo &p : info.params) {
-      if (size_t(p.index) != t) continue;
-      if (p.kind == ParamInfo::Kind::TensorMap) tma = true;
-      if (p.kind == ParamInfo::Kind::Pointer) byPointer = true;
-      if (p.kind == ParamInfo::Kind::Stride && size_t(p.dim) < hasStride.size()) hasStride[p.dim] = true;
-    }
-    if (tma) {
-      bool ok = s.back() == 1;
-      for (size_t i = 0; i + 1 < s.size(); ++i) ok = ok && s[i] >= 1 && s[i] * elem % 16 == 0;
-      if (!ok)
-        fail(name + " must be contiguous in its last dim (stride 1) with 16-byte aligned rows (" + spec.file +
-             " reads it with TMA); got strides " + dims(s) + " for shape " + dims(ta.shape));
-      if (reinterpret_cast<uintptr_t>(ta.data) % 16 != 0)
-        fail(name + "'s data pointer " + ptrText(ta.data) + " is not 16-byte aligned (" + spec.file +
-             " reads it with TMA)");
-    }
-    if (byPointer) {
-      std::vector<int64_t> c = rt::effectiveStrides(rt::TensorArg{ta.data, ta.shape, {}});
-      for (size_t d = 0; d < ta.shape.size(); ++d)
-        if (!hasStride[d] && ta.shape[d] > 1 && s[d] != c[d])
-          fail(name + " must be contiguous (strides " + dims(c) + ", " + spec.file +
-               " indexes it densely); got strides " + dims(s) + " for shape " + dims(ta.shape));
-    }
-  }
+  return names;
 }
 
 struct Plan {
@@ -562,17 +195,7 @@ WorkspaceLayout layoutOf(const ForwardParams &p) {
 size_t workspaceBytesOf(const ForwardParams &p) { return layoutOf(p).total; }
 
 void checkWorkspace(const ForwardParams &p, void *workspace, size_t workspaceBytes) {
-  const size_t need = workspaceBytesOf(p);
-  if (!workspace) fail("workspace is a null pointer (it needs " + std::to_string(need) + " bytes)");
-  if (reinterpret_cast<uintptr_t>(workspace) % kAlign != 0)
-    fail("workspace " + ptrText(workspace) + " is not " + std::to_string(kAlign) + "-byte aligned");
-  if (workspaceBytes < need)
-    fail("workspace has " + std::to_string(workspaceBytes) + " bytes, needs " + std::to_string(need));
-  uintptr_t wlo = reinterpret_cast<uintptr_t>(workspace), whi = wlo + need;
-  for (const Named &n : namedTensors(p)) {
-    auto [lo, hi] = byteSpan(*n.t);
-    if (lo < whi && wlo < hi) fail("workspace overlaps " + std::string(n.name) + " in memory");
-  }
+  op::checkWorkspace(workspace, workspaceBytes, workspaceBytesOf(p), namedTensors(p));
 }
 
 // p validated, workspace checked.
@@ -588,18 +211,20 @@ Plan buildPlan(const ForwardParams &p, void *workspace) {
   const JitKernel &ks = compiled(*plan.kernels.state);
   const KernelInfo &ip = kp.info(), &is = ks.info();
   const DType dt = c.dtype, f32 = DType::F32, bf = DType::BF16;
-  checkSignature(plan.kernels.prepare->spec, ip, {"Kt", "Vt", "G", "Beta", "CU", "W", "U", "GC"},
-                 {dt, dt, f32, c.betaDtype, c.cuDtype, dt, dt, f32}, 0);
-  const std::vector<std::string> stateNames = {"Q", "Kt", "W", "U", "GC", "CU", "H0", "O", "HT", "HS", "LS", "PH", "PL"};
-  const std::vector<DType> stateDtypes = {dt, dt, dt, dt, f32, c.cuDtype, f32, dt, f32, f32, f32, bf, bf};
-  checkSignature(plan.kernels.state->spec, is, stateNames, stateDtypes, 2);
+  op::checkSignature(plan.kernels.prepare->spec, ip,
+                     {{"Kt", "Vt", "G", "Beta", "CU", "W", "U", "GC"}, {dt, dt, f32, c.betaDtype, c.cuDtype, dt, dt, f32}, 0},
+                     kContractDoc);
+  const op::Signature stateSig = {{"Q", "Kt", "W", "U", "GC", "CU", "H0", "O", "HT", "HS", "LS", "PH", "PL"},
+                                  {dt, dt, dt, dt, f32, c.cuDtype, f32, dt, f32, f32, f32, bf, bf},
+                                  2};
+  op::checkSignature(plan.kernels.state->spec, is, stateSig, kContractDoc);
   const KernelInfo *iseg = nullptr, *imerge = nullptr;
   if (split) {
     iseg = &compiled(*plan.kernels.segment).info();
     imerge = &compiled(*plan.kernels.merge).info();
-    checkSignature(plan.kernels.segment->spec, *iseg, stateNames, stateDtypes, 2);
-    checkSignature(plan.kernels.merge->spec, *imerge, {"GC", "CU", "LS", "PH", "PL", "HS"},
-                   {f32, c.cuDtype, f32, bf, bf, f32}, 1);
+    op::checkSignature(plan.kernels.segment->spec, *iseg, stateSig, kContractDoc);
+    op::checkSignature(plan.kernels.merge->spec, *imerge,
+                       {{"GC", "CU", "LS", "PH", "PL", "HS"}, {f32, c.cuDtype, f32, bf, bf, f32}, 1}, kContractDoc);
   }
 
   const int64_t B = p.q.shape[0], T = p.q.shape[1], Hv = p.v.shape[2], K = p.q.shape[3], V = p.v.shape[3];
@@ -607,6 +232,7 @@ Plan buildPlan(const ForwardParams &p, void *workspace) {
   const int64_t NZ = l.schedule.numIds;
   char *ws = static_cast<char *>(workspace);
   void *dummy = ws + l.dummy;
+  using op::contiguousArg;
 
   rt::TensorArg W = contiguousArg(ws + l.w, {B, T, Hv, K});
   rt::TensorArg U = contiguousArg(ws + l.u, {B, T, Hv, V});
@@ -635,17 +261,14 @@ Plan buildPlan(const ForwardParams &p, void *workspace) {
     plan.merge.stream = p.stream;
   }
 
-  checkAgainstKernel(plan.kernels.prepare->spec, ip, plan.prepare);
-  checkAgainstKernel(plan.kernels.state->spec, is, plan.state);
-  try {
-    plan.prepareGrid = rt::LoadedKernel::launchGridFor(ip, plan.prepare);
-    plan.stateGrid = rt::LoadedKernel::launchGridFor(is, plan.state);
-    if (split) {
-      plan.segmentGrid = rt::LoadedKernel::launchGridFor(*iseg, plan.segment);
-      plan.mergeGrid = rt::LoadedKernel::launchGridFor(*imerge, plan.merge);
-    }
-  } catch (const rt::Error &e) {
-    fail(e.what());
+  // Before either launches: what the runtime would refuse, with user-facing names.
+  op::checkAgainstKernel(plan.kernels.prepare->spec, ip, plan.prepare, userNames());
+  op::checkAgainstKernel(plan.kernels.state->spec, is, plan.state, userNames());
+  plan.prepareGrid = op::launchGrid(ip, plan.prepare);
+  plan.stateGrid = op::launchGrid(is, plan.state);
+  if (split) {
+    plan.segmentGrid = op::launchGrid(*iseg, plan.segment);
+    plan.mergeGrid = op::launchGrid(*imerge, plan.merge);
   }
   return plan;
 }
@@ -656,17 +279,20 @@ Plan buildPlan(const ForwardParams &p, void *workspace) {
 // Public API
 //===----------------------------------------------------------------------===//
 
-void validateForward(const ForwardParams &p) {
+namespace {
+
+// The contract of the forward's arguments (validateForward).
+void validate(const ForwardParams &p) {
   // q, k, v: dtypes and shapes.
   if (!isHalf(p.q.dtype)) fail(std::string("q has dtype ") + dtypeName(p.q.dtype) + "; expected bf16 or f16");
-  checkBasic("q", p.q, 4, "[B, T, Hqk, K]");
+  op::checkBasic("q", view(p.q), 4, "[B, T, Hqk, K]");
   if (p.k.dtype != p.q.dtype)
     fail(std::string("k has dtype ") + dtypeName(p.k.dtype) + " but q has " + dtypeName(p.q.dtype));
-  checkBasic("k", p.k, 4, "[B, T, Hqk, K]");
+  op::checkBasic("k", view(p.k), 4, "[B, T, Hqk, K]");
   if (p.k.shape != p.q.shape) fail("k has shape " + dims(p.k.shape) + " but q has shape " + dims(p.q.shape));
   if (p.v.dtype != p.q.dtype)
     fail(std::string("v has dtype ") + dtypeName(p.v.dtype) + " but q has " + dtypeName(p.q.dtype));
-  checkBasic("v", p.v, 4, "[B, T, Hv, V]");
+  op::checkBasic("v", view(p.v), 4, "[B, T, Hv, V]");
   const int64_t B = p.q.shape[0], T = p.q.shape[1], Hqk = p.q.shape[2], K = p.q.shape[3];
   if (p.v.shape[0] != B || p.v.shape[1] != T)
     fail("v has shape " + dims(p.v.shape) + " but q has shape " + dims(p.q.shape) + " (B and T must match)");
@@ -679,18 +305,18 @@ void validateForward(const ForwardParams &p) {
   // g, beta, o.
   const std::vector<int64_t> gShape = {B, T, Hv}, oShape = {B, T, Hv, V};
   if (p.g.dtype != DType::F32) fail(std::string("g has dtype ") + dtypeName(p.g.dtype) + "; expected f32");
-  checkBasic("g", p.g, 3, "[B, T, Hv]");
+  op::checkBasic("g", view(p.g), 3, "[B, T, Hv]");
   if (p.g.shape != gShape) fail("g has shape " + dims(p.g.shape) + "; expected [B, T, Hv] = " + dims(gShape));
   if (p.beta.dtype != DType::F32 && p.beta.dtype != p.q.dtype)
     fail(std::string("beta has dtype ") + dtypeName(p.beta.dtype) + "; expected f32 or " + dtypeName(p.q.dtype) +
          " (the dtype of q)");
-  checkBasic("beta", p.beta, 3, "[B, T, Hv]");
+  op::checkBasic("beta", view(p.beta), 3, "[B, T, Hv]");
   if (p.beta.shape != gShape)
     fail("beta has shape " + dims(p.beta.shape) + "; expected [B, T, Hv] = " + dims(gShape));
   if (p.o.dtype != p.q.dtype)
     fail(std::string("o has dtype ") + dtypeName(p.o.dtype) + "; expected " + dtypeName(p.q.dtype) +
          " (the dtype of q)");
-  checkBasic("o", p.o, 4, "[B, T, Hv, V]");
+  op::checkBasic("o", view(p.o), 4, "[B, T, Hv, V]");
   if (p.o.shape != oShape) fail("o has shape " + dims(p.o.shape) + "; expected [B, T, Hv, V] = " + dims(oShape));
 
   // cu_seqlens.
@@ -699,7 +325,7 @@ void validateForward(const ForwardParams &p) {
     const TensorRef &cu = *p.cu_seqlens;
     if (cu.dtype != DType::I32 && cu.dtype != DType::I64)
       fail(std::string("cu_seqlens has dtype ") + dtypeName(cu.dtype) + "; expected i32 or i64");
-    checkBasic("cu_seqlens", cu, 1, "[N + 1]");
+    op::checkBasic("cu_seqlens", view(cu), 1, "[N + 1]");
     if (cu.shape[0] < 2) fail("cu_seqlens must have N + 1 >= 2 entries, got " + std::to_string(cu.shape[0]));
     if (B != 1) fail("cu_seqlens requires B = 1, got B = " + std::to_string(B));
     N = cu.shape[0] - 1;
@@ -724,7 +350,7 @@ void validateForward(const ForwardParams &p) {
     if (!*t) continue;
     const TensorRef &s = **t;
     if (s.dtype != DType::F32) fail(std::string(name) + " has dtype " + dtypeName(s.dtype) + "; expected f32");
-    checkBasic(name, s, 4, "[N, Hv, K, V]");
+    op::checkBasic(name, view(s), 4, "[N, Hv, K, V]");
     if (s.shape != sShape)
       fail(std::string(name) + " has shape " + dims(s.shape) + "; expected [N, Hv, K, V] = " + dims(sShape));
   }
@@ -737,39 +363,33 @@ void validateForward(const ForwardParams &p) {
   // Layouts: q, k, v, o and the states are read/written by TMA (16-byte rows);
   // g, beta and cu_seqlens need a unit last-dim stride (the kernels' own
   // signatures add what else they need, checked in planForward).
-  checkLayout("q", p.q, true);
-  checkLayout("k", p.k, true);
-  checkLayout("v", p.v, true);
-  checkLayout("g", p.g, false);
-  checkLayout("beta", p.beta, false);
-  checkLayout("o", p.o, true);
-  if (p.initial_state) checkLayout("initial_state", *p.initial_state, true);
-  if (p.final_state) checkLayout("final_state", *p.final_state, true);
+  op::checkLayout("q", view(p.q), true);
+  op::checkLayout("k", view(p.k), true);
+  op::checkLayout("v", view(p.v), true);
+  op::checkLayout("g", view(p.g), false);
+  op::checkLayout("beta", view(p.beta), false);
+  op::checkLayout("o", view(p.o), true);
+  if (p.initial_state) op::checkLayout("initial_state", view(*p.initial_state), true);
+  if (p.final_state) op::checkLayout("final_state", view(*p.final_state), true);
   if (p.cu_seqlens) {
     const TensorRef &cu = *p.cu_seqlens;
-    if (cu.shape[0] > 1 && stridesOf(cu)[0] != 1)
-      fail("cu_seqlens must be contiguous (stride 1); got strides " + dims(stridesOf(cu)));
+    if (cu.shape[0] > 1 && op::stridesOf(view(cu))[0] != 1)
+      fail("cu_seqlens must be contiguous (stride 1); got strides " + dims(op::stridesOf(view(cu))));
     if (reinterpret_cast<uintptr_t>(cu.data) % uintptr_t(dtypeBytes(cu.dtype)) != 0)
       fail("cu_seqlens's data pointer " + ptrText(cu.data) + " is not " + std::to_string(dtypeBytes(cu.dtype)) +
            "-byte aligned");
   }
 
   // Outputs: no element written twice, no overlap with any other argument.
-  checkNoSelfOverlap("o", p.o);
-  if (p.final_state) checkNoSelfOverlap("final_state", *p.final_state);
-  std::vector<Named> all = namedTensors(p);
-  for (const Named &out : all) {
-    if (!out.output) continue;
-    auto [olo, ohi] = byteSpan(*out.t);
-    for (const Named &other : all) {
-      if (other.t == out.t) continue;
-      auto [lo, hi] = byteSpan(*other.t);
-      if (olo < hi && lo < ohi) {
-        // Report each pair once, the output first in argument order.
-        fail(std::string(out.name) + " overlaps " + other.name + " in memory");
-      }
-    }
-  }
+  op::checkNoSelfOverlap("o", view(p.o));
+  if (p.final_state) op::checkNoSelfOverlap("final_state", view(*p.final_state));
+  op::checkOutputsDisjoint(namedTensors(p));
+}
+
+}  // namespace
+
+void validateForward(const ForwardParams &p) {
+  guarded([&] { validate(p); });
 }
 
 size_t forwardWorkspaceBytes(DType dtype, int64_t B, int64_t T, int64_t Hv, int64_t K, int64_t V,
@@ -788,8 +408,10 @@ size_t forwardWorkspaceBytes(DType dtype, int64_t B, int64_t T, int64_t Hv, int6
 }
 
 size_t forwardWorkspaceBytes(const ForwardParams &p) {
-  validateForward(p);
-  return workspaceBytesOf(p);
+  return guarded([&] {
+    validate(p);
+    return workspaceBytesOf(p);
+  });
 }
 
 ForwardConfig forwardConfig(const ForwardParams &p) {
@@ -842,11 +464,7 @@ std::vector<ForwardConfig> allForwardConfigs() {
   return out;
 }
 
-std::string KernelSpec::str() const {
-  std::string s = file;
-  for (auto &[k, v] : defines) s += " -D " + k + "=" + v;
-  return s;
-}
+std::string KernelSpec::str() const { return op::specText(file, defines); }
 
 KernelSpec prepareKernelSpec(const ForwardConfig &c) {
   KernelSpec s;
@@ -903,7 +521,9 @@ const std::string *embeddedKernelSource(const std::string &file) {
   return nullptr;
 }
 
-void warmup(const ForwardConfig &c, bool loadOnGpu) {
+namespace {
+
+void warmupConfig(const ForwardConfig &c, bool loadOnGpu) {
   if (!isHalf(c.dtype)) fail(std::string("warmup: dtype ") + dtypeName(c.dtype) + " is not bf16 or f16");
   if (c.betaDtype != DType::F32 && c.betaDtype != c.dtype)
     fail(std::string("warmup: beta dtype ") + dtypeName(c.betaDtype) + " is not f32 or " + dtypeName(c.dtype));
@@ -912,26 +532,21 @@ void warmup(const ForwardConfig &c, bool loadOnGpu) {
   if (c.varlen && c.cuDtype != DType::I32 && c.cuDtype != DType::I64)
     fail(std::string("warmup: cu_seqlens dtype ") + dtypeName(c.cuDtype) + " is not i32 or i64");
   ConfigKernels ck = kernelsFor(c);
-  for (KernelSlot *k : {ck.prepare, ck.state, ck.segment, ck.merge}) compiled(*k);
+  for (op::KernelSlot *k : {ck.prepare, ck.state, ck.segment, ck.merge}) compiled(*k);
   if (loadOnGpu && rt::gpuAvailable()) {
-    CUcontext ctx = currentOrPrimaryContext();
-    for (KernelSlot *k : {ck.prepare, ck.state, ck.segment, ck.merge}) loadedFor(*k, ctx);
+    CUcontext ctx = op::currentOrPrimaryContext();
+    for (op::KernelSlot *k : {ck.prepare, ck.state, ck.segment, ck.merge}) registry().loaded(*k, ctx);
   }
 }
 
-void warmup(DType dtype, int K, int V, bool loadOnGpu) {
-  for (const ForwardConfig &c : allForwardConfigs())
-    if (c.dtype == dtype && c.K == K && c.V == V) warmup(c, loadOnGpu);
-}
-
-LaunchPlan planForward(const ForwardParams &p, void *workspace, size_t workspaceBytes) {
-  validateForward(p);
+LaunchPlan makeLaunchPlan(const ForwardParams &p, void *workspace, size_t workspaceBytes) {
+  validate(p);
   checkWorkspace(p, workspace, workspaceBytes);
   Plan plan = buildPlan(p, workspace);
   LaunchPlan lp;
   lp.config = plan.config;
-  lp.prepareSpec = plan.kernels.prepare->spec;
-  lp.stateSpec = plan.kernels.state->spec;
+  lp.prepareSpec = publicSpec(*plan.kernels.prepare);
+  lp.stateSpec = publicSpec(*plan.kernels.state);
   lp.prepare = std::move(plan.prepare);
   lp.state = std::move(plan.state);
   lp.prepareInfo = compiled(*plan.kernels.prepare).info();
@@ -941,8 +556,8 @@ LaunchPlan planForward(const ForwardParams &p, void *workspace, size_t workspace
   lp.split = plan.schedule.split;
   lp.segmentChunks = plan.schedule.segChunks;
   if (lp.split) {
-    lp.segmentSpec = plan.kernels.segment->spec;
-    lp.mergeSpec = plan.kernels.merge->spec;
+    lp.segmentSpec = publicSpec(*plan.kernels.segment);
+    lp.mergeSpec = publicSpec(*plan.kernels.merge);
     lp.segment = std::move(plan.segment);
     lp.merge = std::move(plan.merge);
     lp.segmentInfo = compiled(*plan.kernels.segment).info();
@@ -953,33 +568,38 @@ LaunchPlan planForward(const ForwardParams &p, void *workspace, size_t workspace
   return lp;
 }
 
-void forward(const ForwardParams &p, void *workspace, size_t workspaceBytes) {
-  validateForward(p);
+void launchForward(const ForwardParams &p, void *workspace, size_t workspaceBytes) {
+  validate(p);
   checkWorkspace(p, workspace, workspaceBytes);
-  CUcontext ctx = checkDevice(p, workspace, workspaceBytesOf(p));
+  CUcontext ctx = op::checkDevice(namedTensors(p), workspace, workspaceBytesOf(p));
   Plan plan = buildPlan(p, workspace);
-  // Load every module before launching any, so that a load error leaves the
-  // outputs untouched too.
-  struct Step {
-    std::shared_ptr<rt::LoadedKernel> kernel;
-    const rt::LaunchArgs *args;
-    const KernelSpec *spec;
-  };
-  std::vector<Step> steps;
-  auto add = [&](KernelSlot *k, const rt::LaunchArgs &a) { steps.push_back({loadedFor(*k, ctx), &a, &k->spec}); };
-  add(plan.kernels.prepare, plan.prepare);
+  // Launch order: prepare, (with a split) pass 1 and the merge, then pass 2.
+  std::vector<op::LaunchStep> steps = {{plan.kernels.prepare, &plan.prepare}};
   if (plan.schedule.split) {
-    add(plan.kernels.segment, plan.segment);
-    add(plan.kernels.merge, plan.merge);
+    steps.push_back({plan.kernels.segment, &plan.segment});
+    steps.push_back({plan.kernels.merge, &plan.merge});
   }
-  add(plan.kernels.state, plan.state);
-  for (const Step &s : steps) {
-    try {
-      s.kernel->launch(*s.args);
-    } catch (const std::exception &e) {
-      fail("launching " + s.spec->str() + " failed: " + e.what());
-    }
-  }
+  steps.push_back({plan.kernels.state, &plan.state});
+  op::launchAll(registry(), ctx, steps);
+}
+
+}  // namespace
+
+void warmup(const ForwardConfig &c, bool loadOnGpu) {
+  guarded([&] { warmupConfig(c, loadOnGpu); });
+}
+
+void warmup(DType dtype, int K, int V, bool loadOnGpu) {
+  for (const ForwardConfig &c : allForwardConfigs())
+    if (c.dtype == dtype && c.K == K && c.V == V) warmup(c, loadOnGpu);
+}
+
+LaunchPlan planForward(const ForwardParams &p, void *workspace, size_t workspaceBytes) {
+  return guarded([&] { return makeLaunchPlan(p, workspace, workspaceBytes); });
+}
+
+void forward(const ForwardParams &p, void *workspace, size_t workspaceBytes) {
+  guarded([&] { launchForward(p, workspace, workspaceBytes); });
 }
 
 }  // namespace qla::gdn

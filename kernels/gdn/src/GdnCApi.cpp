@@ -6,19 +6,14 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "qla/gdn.h"
+#include "qla/op/CAbi.h"
 
 namespace {
 
 constexpr const char *kOp = "chunk_gated_delta_rule: ";
-
-void setErr(char *err, size_t len, const std::string &msg) {
-  if (!err || !len) return;
-  size_t n = std::min(len - 1, msg.size());
-  std::memcpy(err, msg.data(), n);
-  err[n] = 0;
-}
 
 [[noreturn]] void fail(const std::string &msg) { throw qla::gdn::Error(kOp + msg); }
 
@@ -68,16 +63,7 @@ qla::gdn::ForwardParams paramsOf(const qla_gdn_forward_args *a) {
 
 template <typename F>
 int guarded(char *err, size_t errlen, F &&f) {
-  try {
-    f();
-    setErr(err, errlen, "");
-    return 0;
-  } catch (const std::exception &e) {
-    setErr(err, errlen, e.what());
-  } catch (...) {
-    setErr(err, errlen, std::string(kOp) + "unknown error");
-  }
-  return -1;
+  return qla::op::cCall(err, errlen, kOp, std::forward<F>(f));
 }
 
 }  // namespace
