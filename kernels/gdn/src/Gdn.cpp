@@ -194,17 +194,16 @@ WorkspaceLayout layoutOf(const ForwardParams &p) {
 // p validated.
 size_t workspaceBytesOf(const ForwardParams &p) { return layoutOf(p).total; }
 
-void checkWorkspace(const ForwardParams &p, void *workspace, size_t workspaceBytes) {
-  op::checkWorkspace(workspace, workspaceBytes, workspaceBytesOf(p), namedTensors(p));
+void checkWorkspace(const ForwardParams &p, const WorkspaceLayout &l, void *workspace, size_t workspaceBytes) {
+  op::checkWorkspace(workspace, workspaceBytes, l.total, namedTensors(p));
 }
 
-// p validated, workspace checked.
-Plan buildPlan(const ForwardParams &p, void *workspace) {
+// p validated, workspace checked against l = layoutOf(p) (computed once per call).
+Plan buildPlan(const ForwardParams &p, const WorkspaceLayout &l, void *workspace) {
   Plan plan;
   const ForwardConfig c = forwardConfig(p);
   plan.config = c;
   plan.kernels = kernelsFor(c);
-  const WorkspaceLayout l = layoutOf(p);
   plan.schedule = l.schedule;
   const bool split = l.schedule.split;
   const JitKernel &kp = compiled(*plan.kernels.prepare);
@@ -541,8 +540,9 @@ void warmupConfig(const ForwardConfig &c, bool loadOnGpu) {
 
 LaunchPlan makeLaunchPlan(const ForwardParams &p, void *workspace, size_t workspaceBytes) {
   validate(p);
-  checkWorkspace(p, workspace, workspaceBytes);
-  Plan plan = buildPlan(p, workspace);
+  const WorkspaceLayout l = layoutOf(p);
+  checkWorkspace(p, l, workspace, workspaceBytes);
+  Plan plan = buildPlan(p, l, workspace);
   LaunchPlan lp;
   lp.config = plan.config;
   lp.prepareSpec = publicSpec(*plan.kernels.prepare);
@@ -570,9 +570,10 @@ LaunchPlan makeLaunchPlan(const ForwardParams &p, void *workspace, size_t worksp
 
 void launchForward(const ForwardParams &p, void *workspace, size_t workspaceBytes) {
   validate(p);
-  checkWorkspace(p, workspace, workspaceBytes);
-  CUcontext ctx = op::checkDevice(namedTensors(p), workspace, workspaceBytesOf(p));
-  Plan plan = buildPlan(p, workspace);
+  const WorkspaceLayout l = layoutOf(p);
+  checkWorkspace(p, l, workspace, workspaceBytes);
+  CUcontext ctx = op::checkDevice(namedTensors(p), workspace, l.total);
+  Plan plan = buildPlan(p, l, workspace);
   // Launch order: prepare, (with a split) pass 1 and the merge, then pass 2.
   std::vector<op::LaunchStep> steps = {{plan.kernels.prepare, &plan.prepare}};
   if (plan.schedule.split) {
