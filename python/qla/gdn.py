@@ -8,20 +8,22 @@ Same arguments and results as FLA's ``chunk_gated_delta_rule``. The forward
 never synchronizes with the host except to check ``cu_seqlens`` (a copy to
 the host, skipped while a CUDA graph is being captured), and it may be
 captured in a CUDA graph once its kernels are compiled and loaded: call it
-once, or :func:`warmup`, before capturing. The backward is not implemented
-yet. Importing this module does not need torch; calling it does.
+once, or :func:`warmup`, before capturing. It is differentiable under
+torch.autograd: the backward (QLA's backward kernels, through the C ABI's
+qla_gdn_backward) gives every input's gradient in its dtype and shape.
+Importing this module does not need torch; calling it does.
 """
 from __future__ import annotations
 
 import ctypes
 import math
 
-from . import QlaError, _load
+from . import QlaError, _load, library_path
 
 __all__ = ["chunk_gated_delta_rule", "warmup", "workspace_bytes"]
 
 _OP = "chunk_gated_delta_rule: "
-_ABI_VERSION = 2
+_ABI_VERSION = 3
 BF16, F16, F32, I32, I64 = 0, 1, 2, 3, 4
 
 
@@ -59,10 +61,37 @@ class _Args(ctypes.Structure):
 
 class _Config(ctypes.Structure):
     _fields_ = [(n, ctypes.c_int32) for n in ("dtype", "beta_dtype", "k", "v", "varlen", "cu_dtype",
-                                              "use_qk_l2norm", "initial_state", "final_state")]
+                                              "use_qk_l2norm", "initial_state", "final_state", "g_dtype")]
 
 
-assert ctypes.sizeof(_Tensor) == 88 and ctypes.sizeof(_Args) == 832 and ctypes.sizeof(_Config) == 36
+class _BwdArgs(ctypes.Structure):
+    _fields_ = [
+        ("abi_version", ctypes.c_int32),
+        ("use_qk_l2norm", ctypes.c_int32),
+        ("scale", ctypes.c_double),
+        ("q", _Tensor),
+        ("k", _Tensor),
+        ("v", _Tensor),
+        ("g", _Tensor),
+        ("beta", _Tensor),
+        ("initial_state", _Tensor),
+        ("cu_seqlens", _Tensor),
+        ("cu_seqlens_host", ctypes.POINTER(ctypes.c_int64)),
+        ("stream", ctypes.c_void_p),
+        ("segment_chunks", ctypes.c_int64),
+        ("dout", _Tensor),
+        ("dht", _Tensor),
+        ("dq", _Tensor),
+        ("dk", _Tensor),
+        ("dv", _Tensor),
+        ("dg", _Tensor),
+        ("dbeta", _Tensor),
+        ("dh0", _Tensor),
+    ]
+
+
+assert ctypes.sizeof(_Tensor) == 88 and ctypes.sizeof(_Args) == 832 and ctypes.sizeof(_Config) == 40
+assert ctypes.sizeof(_BwdArgs) == 16 + 15 * 88 + 24
 
 
 def _lib():
@@ -78,6 +107,17 @@ def _lib():
         lib.qla_gdn_forward.argtypes = [c.POINTER(_Args), c.c_void_p, c.c_size_t, c.c_char_p, c.c_size_t]
         lib.qla_gdn_forward_warmup.restype = c.c_int
         lib.qla_gdn_forward_warmup.argtypes = [c.POINTER(_Config), c.c_char_p, c.c_size_t]
+        if hasattr(lib, "qla_gdn_backward"):
+            lib.qla_gdn_backward_args_init.restype = None
+            lib.qla_gdn_backward_args_init.argtypes = [c.POINTER(_BwdArgs)]
+            lib.qla_gdn_backward_workspace_bytes.restype = c.c_int
+            lib.qla_gdn_backward_workspace_bytes.argtypes = [c.POINTER(_BwdArgs), c.POINTER(c.c_size_t), c.c_char_p,
+                                                             c.c_size_t]
+            lib.qla_gdn_backward.restype = c.c_int
+            lib.qla_gdn_backward.argtypes = [c.POINTER(_BwdArgs), c.c_void_p, c.c_size_t, c.c_char_p, c.c_size_t]
+            lib.qla_gdn_backward_warmup.restype = c.c_int
+            lib.qla_gdn_backward_warmup.argtypes = [c.POINTER(_Config), c.c_int32, c.c_int32, c.c_char_p,
+                                                    c.c_size_t]
         lib._qla_gdn_bound = True
     return lib
 
@@ -87,7 +127,15 @@ def _check(rc: int, err) -> None:
         raise QlaError(err.value.decode(errors="replace"))
 
 
+_NAMES = {"bf16": BF16, "bfloat16": BF16, "f16": F16, "float16": F16, "f32": F32, "float32": F32,
+          "i32": I32, "int32": I32, "i64": I64, "int64": I64}
+
+
 def _dtype_code(name: str, dtype) -> int:
+    if isinstance(dtype, str):  # "bf16", "float32", ...: no torch needed (warmup on a machine without it)
+        if dtype not in _NAMES:
+            raise QlaError(f"{_OP}{name} = {dtype!r} is not a dtype name ({', '.join(_NAMES)})")
+        return _NAMES[dtype]
     import torch
     codes = {torch.bfloat16: BF16, torch.float16: F16, torch.float32: F32, torch.int32: I32, torch.int64: I64}
     if dtype not in codes:
@@ -142,8 +190,10 @@ def _as_tensor(name: str, t, device):
     return t
 
 
-def _forward(q, k, v, g, beta, scale, initial_state, output_final_state, cu_seqlens, use_qk_l2norm,
-             segment_chunks=0):
+def _inputs(q, k, v, g, beta, initial_state, cu_seqlens):
+    """Checks what the C layer cannot (torch tensors on one CUDA device),
+    copies views the kernels cannot read, and gives cu_seqlens on the device
+    plus its host copy (None while a CUDA graph is being captured)."""
     import torch
 
     q = _as_tensor("q", q, None)
@@ -192,6 +242,15 @@ def _forward(q, k, v, g, beta, scale, initial_state, output_final_state, cu_seql
     if initial_state is not None and not _tma_friendly(initial_state):
         initial_state = initial_state.contiguous()
 
+    return q, k, v, g, beta, initial_state, cu_seqlens, cu_host
+
+
+def _forward(q, k, v, g, beta, scale, initial_state, output_final_state, cu_seqlens, use_qk_l2norm,
+             segment_chunks=0):
+    import torch
+
+    q, k, v, g, beta, initial_state, cu_seqlens, cu_host = _inputs(q, k, v, g, beta, initial_state, cu_seqlens)
+    dev = q.device
     B, T, _, K = q.shape
     Hv, V = v.shape[2], v.shape[3]
     N = cu_seqlens.shape[0] - 1 if cu_seqlens is not None else B
@@ -226,6 +285,64 @@ def _forward(q, k, v, g, beta, scale, initial_state, output_final_state, cu_seql
     return o, final_state
 
 
+def _backward(q, k, v, g, beta, scale, initial_state, cu_seqlens, use_qk_l2norm, segment_chunks, do, dht):
+    """The gradients (dq, dk, dv, dg, dbeta, dh0 or None) of L = <do, o> +
+    <dht, final_state> through qla_gdn_backward."""
+    import torch
+
+    q, k, v, g, beta, initial_state, cu_seqlens, cu_host = _inputs(q, k, v, g, beta, initial_state, cu_seqlens)
+    dev = q.device
+    lib = _lib()
+    if not hasattr(lib, "qla_gdn_backward"):
+        raise QlaError(f"{_OP}{library_path()} has no backward: it is older than this package (rebuild QLA)")
+    if do is None:
+        do = torch.zeros(v.shape, dtype=q.dtype, device=dev)
+    do = _as_tensor("do", do, dev)
+    if do.dtype != q.dtype:
+        do = do.to(q.dtype)
+    if not _tma_friendly(do):
+        do = do.contiguous()
+    if dht is not None:
+        dht = _as_tensor("dht", dht, dev)
+        if dht.dtype != torch.float32:
+            dht = dht.float()
+        if not _tma_friendly(dht):
+            dht = dht.contiguous()
+    dq = torch.empty(q.shape, dtype=q.dtype, device=dev)
+    dk = torch.empty(k.shape, dtype=k.dtype, device=dev)
+    dv = torch.empty(v.shape, dtype=v.dtype, device=dev)
+    dg = torch.empty(g.shape, dtype=g.dtype, device=dev)
+    dbeta = torch.empty(beta.shape, dtype=beta.dtype, device=dev)
+    dh0 = torch.empty(initial_state.shape, dtype=torch.float32, device=dev) if initial_state is not None else None
+
+    a = _BwdArgs()
+    lib.qla_gdn_backward_args_init(ctypes.byref(a))
+    for name, t in (("q", q), ("k", k), ("v", v), ("g", g), ("beta", beta), ("dout", do), ("dq", dq), ("dk", dk),
+                    ("dv", dv), ("dg", dg), ("dbeta", dbeta)):
+        _fill(getattr(a, name), "do" if name == "dout" else name, t)
+    if initial_state is not None:
+        _fill(a.initial_state, "initial_state", initial_state)
+        _fill(a.dh0, "dh0", dh0)
+    if dht is not None:
+        _fill(a.dht, "dht", dht)
+    if cu_seqlens is not None:
+        _fill(a.cu_seqlens, "cu_seqlens", cu_seqlens)
+    if cu_host is not None:
+        a.cu_seqlens_host = ctypes.cast(ctypes.c_void_p(cu_host.data_ptr()), ctypes.POINTER(ctypes.c_int64))
+    a.scale = float("nan") if scale is None else float(scale)
+    a.use_qk_l2norm = 1 if use_qk_l2norm else 0
+    a.segment_chunks = int(segment_chunks)
+    err = ctypes.create_string_buffer(4096)
+    nbytes = ctypes.c_size_t(0)
+    _check(lib.qla_gdn_backward_workspace_bytes(ctypes.byref(a), ctypes.byref(nbytes), err, len(err)), err)
+    with torch.cuda.device(dev):
+        workspace = torch.empty(nbytes.value, dtype=torch.uint8, device=dev)
+        a.stream = torch.cuda.current_stream(dev).cuda_stream
+        _check(lib.qla_gdn_backward(ctypes.byref(a), ctypes.c_void_p(workspace.data_ptr()), nbytes.value, err,
+                                    len(err)), err)
+    return dq, dk, dv, dg, dbeta, dh0
+
+
 _function = None
 
 
@@ -240,11 +357,18 @@ def _autograd_function():
                         use_qk_l2norm, segment_chunks):
                 o, final_state = _forward(q, k, v, g, beta, scale, initial_state, output_final_state, cu_seqlens,
                                           use_qk_l2norm, segment_chunks)
+                # The backward recomputes the chunk factors and the states
+                # from the inputs: nothing else is kept.
+                ctx.save_for_backward(q, k, v, g, beta, initial_state, cu_seqlens)
+                ctx.scale, ctx.l2, ctx.seg = scale, use_qk_l2norm, segment_chunks
                 return o, final_state
 
             @staticmethod
-            def backward(ctx, *grads):
-                raise NotImplementedError("qla: the GDN backward is not implemented yet")
+            def backward(ctx, do, dht):
+                q, k, v, g, beta, initial_state, cu_seqlens = ctx.saved_tensors
+                dq, dk, dv, dg, dbeta, dh0 = _backward(q, k, v, g, beta, ctx.scale, initial_state, cu_seqlens,
+                                                       ctx.l2, ctx.seg, do, dht)
+                return dq, dk, dv, dg, dbeta, None, dh0, None, None, None, None
 
         _function = ChunkGatedDeltaRuleFunction
     return _function
@@ -256,7 +380,7 @@ def chunk_gated_delta_rule(q, k, v, g, beta, scale: float | None = None, initial
     """The gated delta rule over chunks of 64 tokens (FLA's function of this name).
 
     q, k: [B, T, Hqk, K] bf16/f16; v: [B, T, Hv, V] (Hv % Hqk == 0; K, V in {64, 128});
-    g: [B, T, Hv] f32 log decay; beta: [B, T, Hv] f32 or the input dtype;
+    g: [B, T, Hv] log decay, f32 or the input dtype; beta: [B, T, Hv] f32 or the input dtype;
     scale: default K ** -0.5; initial_state: [N, Hv, K, V] f32;
     cu_seqlens: [N + 1] int32/int64 offsets of N packed sequences (B must be 1);
     use_qk_l2norm_in_kernel: L2-normalize q and k per head first;
@@ -267,30 +391,41 @@ def chunk_gated_delta_rule(q, k, v, g, beta, scale: float | None = None, initial
 
     Returns (o [B, T, Hv, V] in the input dtype, final_state [N, Hv, K, V] f32
     or None unless output_final_state). Raises QlaError on bad input.
+    Differentiable: backward gives dq, dk, dv, dg, dbeta (each in its
+    input's dtype) and the initial state's gradient.
     """
     return _autograd_function().apply(q, k, v, g, beta, scale, initial_state, bool(output_final_state), cu_seqlens,
                                       bool(use_qk_l2norm_in_kernel), int(segment_chunks))
 
 
 def warmup(dtype=None, K: int = 128, V: int = 128, beta_dtype=None, varlen: bool = False, cu_dtype=None,
-           use_qk_l2norm: bool = False, initial_state: bool = False, output_final_state: bool = False) -> None:
+           use_qk_l2norm: bool = False, initial_state: bool = False, output_final_state: bool = False,
+           g_dtype=None, backward: bool = False, dht: bool = False) -> None:
     """Compiles (and loads into the current CUDA context) the kernels one call
     configuration needs, so that a later call may be captured in a CUDA graph.
-    dtype: torch.bfloat16 (default) or torch.float16; beta_dtype: torch.float32
-    (default) or dtype; cu_dtype: torch.int32 (default) or torch.int64."""
-    import torch
-    dtype = torch.bfloat16 if dtype is None else dtype
+    dtype: torch.bfloat16 (default) or torch.float16; beta_dtype and g_dtype:
+    torch.float32 (default) or dtype; cu_dtype: torch.int32 (default) or
+    torch.int64. backward: also the backward's kernels (dht: a final-state
+    gradient will be given; initial_state: the initial state's gradient is
+    computed). Dtypes may also be given by name ("bf16", "f32", ...), which
+    needs no torch: compiling needs no GPU either, so a kernel cache
+    ($QLA_CACHE_DIR) can be filled ahead on another machine."""
+    dtype = "bf16" if dtype is None else dtype
     c = _Config()
     c.dtype = _dtype_code("dtype", dtype)
-    c.beta_dtype = _dtype_code("beta_dtype", torch.float32 if beta_dtype is None else beta_dtype)
+    c.beta_dtype = _dtype_code("beta_dtype", "f32" if beta_dtype is None else beta_dtype)
     c.k, c.v = int(K), int(V)
     c.varlen = 1 if varlen else 0
-    c.cu_dtype = _dtype_code("cu_dtype", torch.int32 if cu_dtype is None else cu_dtype)
+    c.cu_dtype = _dtype_code("cu_dtype", "i32" if cu_dtype is None else cu_dtype)
     c.use_qk_l2norm = 1 if use_qk_l2norm else 0
     c.initial_state = 1 if initial_state else 0
     c.final_state = 1 if output_final_state else 0
+    c.g_dtype = _dtype_code("g_dtype", "f32" if g_dtype is None else g_dtype)
     err = ctypes.create_string_buffer(65536)
     _check(_lib().qla_gdn_forward_warmup(ctypes.byref(c), err, len(err)), err)
+    if backward:
+        _check(_lib().qla_gdn_backward_warmup(ctypes.byref(c), 1 if dht else 0, 1 if initial_state else 0, err,
+                                              len(err)), err)
 
 
 def workspace_bytes(B: int, T: int, Hqk: int, Hv: int, K: int, V: int, dtype_code: int = BF16) -> int:

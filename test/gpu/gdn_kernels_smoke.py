@@ -86,8 +86,10 @@ def main():
         # the segment tensors are not touched.
         HS, LS = torch.zeros(N, HV, K, V, device=dev), torch.empty(N, HV, K, V, device=dev)
         PH = PL = torch.empty(N, HV, K, K, device=dev, dtype=bf)
-        kp(k, v, g, beta, cu, W, U, GC)
-        ks(q, k, W, U, GC, cu, h0, O, HT, HS, LS, PH, PL, scale, 1 << 30)
+        AM = torch.empty(B, HV, 64 * slots, 64, device=dev)     # SAVE_A = 0: not written
+        H = torch.empty(B, 1, HV, K, V, device=dev, dtype=bf)     # SAVE_H = 0: not written
+        kp(k, v, g, beta, cu, W, U, GC, AM)
+        ks(q, k, W, U, GC, cu, h0, O, HT, HS, LS, PH, PL, H, O, scale, 1 << 30)
         torch.cuda.synchronize()
         # reference on the flattened sequences
         qf, kf, vf = q.reshape(B * T, HK, K), k.reshape(B * T, HK, K), v.reshape(B * T, HV, V)

@@ -10,21 +10,12 @@
 #include <mutex>
 #include <sstream>
 
-#include "Schedule.h"
-#include "qla/jit.h"
+#include "GdnInternal.h"
 #include "qla/op/Device.h"
-#include "qla/op/Error.h"
-#include "qla/op/KernelRegistry.h"
-#include "qla/op/Launch.h"
-#include "qla/op/Tensor.h"
-#include "qla/op/Workspace.h"
 
 namespace qla::gdn {
 namespace detail {
 const std::vector<std::pair<std::string, std::string>> &embeddedKernelTable();  // generated
-}
-
-namespace {
 
 using op::dims;
 using op::kMaxBytes;
@@ -32,31 +23,22 @@ using op::kMaxExtent;
 using op::ptrText;
 using op::roundUp;
 
-constexpr const char *kOp = "chunk_gated_delta_rule: ";
 constexpr const char *kPrepareFile = "gdn_fwd_prepare.qla";
 constexpr const char *kStateFile = "gdn_fwd_state.qla";
 constexpr const char *kMergeFile = "gdn_fwd_merge.qla";
-constexpr const char *kSourceDir = "kernels/gdn/";             // the compiler sees kernels/gdn/<file>
-constexpr const char *kContractDoc = "kernels/gdn/KERNELS.md";  // the kernels' argument lists
+constexpr const char *kSourceDir = "kernels/gdn/";  // the compiler sees kernels/gdn/<file>
 
-[[noreturn]] void fail(const std::string &msg) { throw Error(kOp + msg); }
-
-// The public entry points run under this: the shared layer's op::Error
-// becomes Error with the operator's prefix.
-template <class F>
-decltype(auto) guarded(F &&f) {
-  return op::rethrowAs<Error>(kOp, std::forward<F>(f));
-}
+void fail(const std::string &msg) { throw Error(kOp + msg); }
 
 op::TensorView view(const TensorRef &t) { return {t.data, t.dtype, t.shape, t.strides}; }
 
 bool isHalf(DType d) { return d == DType::BF16 || d == DType::F16; }
 
 // Every tensor argument, in argument order (the optional ones when given).
-std::vector<op::NamedTensor> namedTensors(const ForwardParams &p) {
+std::vector<op::NamedTensor> namedTensors(const ForwardParams &p, const char *oName) {
   std::vector<op::NamedTensor> v = {{"q", view(p.q), false},       {"k", view(p.k), false},
                                     {"v", view(p.v), false},       {"g", view(p.g), false},
-                                    {"beta", view(p.beta), false}, {"o", view(p.o), true}};
+                                    {"beta", view(p.beta), false}, {oName, view(p.o), true}};
   if (p.initial_state) v.push_back({"initial_state", view(*p.initial_state), false});
   if (p.final_state) v.push_back({"final_state", view(*p.final_state), true});
   if (p.cu_seqlens) v.push_back({"cu_seqlens", view(*p.cu_seqlens), false});
@@ -67,31 +49,22 @@ std::vector<op::NamedTensor> namedTensors(const ForwardParams &p) {
 // Workspace layout
 //===----------------------------------------------------------------------===//
 
-struct WorkspaceLayout {
-  size_t w = 0, u = 0, gc = 0, dummy = 0, total = 0;  // byte offsets; total size
-  size_t hs = 0, ls = 0, ph = 0, pl = 0;               // segment states (schedule.split only)
-  int64_t gcSlots = 0;                                 // GC's last dim: chunk slots × kChunk
-  Schedule schedule;
-};
-
-// Regions W, U, GC (then HS, LS, PH, PL with a split), each 256-byte aligned,
-// then the dummy (op::WorkspacePlanner).
-// GC is [B, Hv, gcSlots] f32: γ of chunk c of a sequence lives in slot
+// Regions W, U, GC (then HS, LS, PH, PL with a split) of `ws`, each 256-byte
+// aligned. GC is [B, Hv, gcSlots] f32: γ of chunk c of a sequence lives in slot
 // (bos / C + n + c) of C values (varlen; n the sequence index) or slot c
 // (fixed length), so that every chunk's γ starts 16-byte aligned for TMA.
 // Slots needed: cdiv(T, C) + N - 1 with N sequences (B = 1), cdiv(T, C) otherwise.
 // With a split schedule (context parallelism), HS and LS are [NZ, Hv, K, V]
 // f32 (segment start and end states) and PH, PL [NZ, Hv, K, K] bf16 (the
 // segments' state transitions as hi + lo), NZ the schedule's segment ids.
-WorkspaceLayout workspaceLayout(DType dtype, int64_t B, int64_t T, int64_t Hv, int64_t K, int64_t V,
-                                int64_t numSequences, int64_t segmentChunks) {
+WorkspaceLayout addForwardRegions(op::WorkspacePlanner &ws, DType dtype, int64_t B, int64_t T, int64_t Hv,
+                                  int64_t K, int64_t V, int64_t numSequences, int64_t segmentChunks) {
   const size_t eb = size_t(dtypeBytes(dtype));
   WorkspaceLayout l;
   MachineModel m;
   m.sms = deviceSmCount();
   l.schedule = forwardSchedule(ForwardShape{B, T, Hv, K, V, numSequences}, m, segmentChunks);
   l.gcSlots = ((T + kChunk - 1) / kChunk + std::max<int64_t>(numSequences - 1, 0)) * kChunk;
-  op::WorkspacePlanner ws;
   l.w = ws.add(size_t(B * T * Hv * K) * eb);
   l.u = ws.add(size_t(B * T * Hv * V) * eb);
   l.gc = ws.add(size_t(B * Hv * l.gcSlots) * 4);
@@ -102,6 +75,14 @@ WorkspaceLayout workspaceLayout(DType dtype, int64_t B, int64_t T, int64_t Hv, i
     l.ph = ws.add(nz * size_t(Hv * K * K) * 2);
     l.pl = ws.add(nz * size_t(Hv * K * K) * 2);
   }
+  return l;
+}
+
+// The forward's workspace: its regions, then the dummy (op::WorkspacePlanner).
+WorkspaceLayout workspaceLayout(DType dtype, int64_t B, int64_t T, int64_t Hv, int64_t K, int64_t V,
+                                int64_t numSequences, int64_t segmentChunks) {
+  op::WorkspacePlanner ws;
+  WorkspaceLayout l = addForwardRegions(ws, dtype, B, T, Hv, K, V, numSequences, segmentChunks);
   l.dummy = ws.addDummy();
   l.total = ws.total();
   return l;
@@ -125,11 +106,31 @@ struct ConfigKernels {
   op::KernelSlot *segment = nullptr, *merge = nullptr;  // with a split schedule
 };
 
+op::Signature prepareSignature(const ForwardConfig &c) {
+  const DType dt = c.dtype, f32 = DType::F32;
+  return {{"Kt", "Vt", "G", "Beta", "CU", "W", "U", "GC", "AM"},
+          {dt, dt, c.gDtype, c.betaDtype, c.cuDtype, dt, dt, f32, f32},
+          0};
+}
+
+op::Signature stateSignature(const ForwardConfig &c) {
+  const DType dt = c.dtype, f32 = DType::F32, bf = DType::BF16;
+  return {{"Q", "Kt", "W", "U", "GC", "CU", "H0", "O", "HT", "HS", "LS", "PH", "PL", "H", "VN"},
+          {dt, dt, dt, dt, f32, c.cuDtype, f32, dt, f32, f32, f32, bf, bf, dt, dt},
+          2};
+}
+
+op::Signature mergeSignature(const ForwardConfig &c) {
+  const DType f32 = DType::F32, bf = DType::BF16;
+  return {{"GC", "CU", "LS", "PH", "PL", "HS"}, {f32, c.cuDtype, f32, bf, bf, f32}, 1};
+}
+
 uint32_t configKey(const ForwardConfig &c) {
   uint32_t k = 0;
   auto put = [&](uint32_t v, int bits) { k = (k << bits) | v; };
   put(uint32_t(c.dtype), 3);
   put(uint32_t(c.betaDtype), 3);
+  put(uint32_t(c.gDtype), 3);
   put(c.K == 128, 1);
   put(c.V == 128, 1);
   put(c.varlen, 1);
@@ -168,13 +169,19 @@ const JitKernel &compiled(op::KernelSlot &s) { return registry().compiled(s); }
 
 rt::TensorArg arg(const TensorRef &t) { return op::launchArg(view(t)); }
 
-// User-facing names of the kernels' tensor arguments.
+// User-facing names of the kernels' tensor arguments (of the forward's and
+// the backward's kernels).
 const op::ArgNames &userNames() {
   static const op::ArgNames names = {
       {"Q", "q"},       {"Kt", "k"},          {"Vt", "v"},           {"G", "g"},
       {"Beta", "beta"}, {"CU", "cu_seqlens"}, {"H0", "initial_state"}, {"HT", "final_state"},
       {"O", "o"},       {"W", "workspace (W)"}, {"U", "workspace (U)"}, {"GC", "workspace (GC)"},
-      {"HS", "workspace (HS)"}, {"LS", "workspace (LS)"}, {"PH", "workspace (PH)"}, {"PL", "workspace (PL)"}};
+      {"HS", "workspace (HS)"}, {"LS", "workspace (LS)"}, {"PH", "workspace (PH)"}, {"PL", "workspace (PL)"},
+      {"AM", "workspace (AM)"}, {"H", "workspace (H)"}, {"VN", "workspace (VN)"}, {"DH", "workspace (DH)"},
+      {"DVD", "workspace (DVD)"}, {"SD", "workspace (SD)"}, {"DQH", "workspace (DQH)"},
+      {"DKH", "workspace (DKH)"}, {"DK2", "workspace (DK2)"}, {"RQ", "workspace (RQ)"},
+      {"RK", "workspace (RK)"}, {"RW", "workspace (RW)"}, {"DO", "do"}, {"DHT", "dht"}, {"DH0", "dh0"}, {"DQ", "dq"},
+      {"DKO", "dk"}, {"DVO", "dv"}, {"DG", "dg"}, {"DBETA", "dbeta"}};
   return names;
 }
 
@@ -195,7 +202,7 @@ WorkspaceLayout layoutOf(const ForwardParams &p) {
 size_t workspaceBytesOf(const ForwardParams &p) { return layoutOf(p).total; }
 
 void checkWorkspace(const ForwardParams &p, const WorkspaceLayout &l, void *workspace, size_t workspaceBytes) {
-  op::checkWorkspace(workspace, workspaceBytes, l.total, namedTensors(p));
+  op::checkWorkspace(workspace, workspaceBytes, l.total, namedTensors(p, "o"));
 }
 
 // p validated, workspace checked against l = layoutOf(p) (computed once per call).
@@ -209,21 +216,15 @@ Plan buildPlan(const ForwardParams &p, const WorkspaceLayout &l, void *workspace
   const JitKernel &kp = compiled(*plan.kernels.prepare);
   const JitKernel &ks = compiled(*plan.kernels.state);
   const KernelInfo &ip = kp.info(), &is = ks.info();
-  const DType dt = c.dtype, f32 = DType::F32, bf = DType::BF16;
   op::checkSignature(plan.kernels.prepare->spec, ip,
-                     {{"Kt", "Vt", "G", "Beta", "CU", "W", "U", "GC"}, {dt, dt, f32, c.betaDtype, c.cuDtype, dt, dt, f32}, 0},
-                     kContractDoc);
-  const op::Signature stateSig = {{"Q", "Kt", "W", "U", "GC", "CU", "H0", "O", "HT", "HS", "LS", "PH", "PL"},
-                                  {dt, dt, dt, dt, f32, c.cuDtype, f32, dt, f32, f32, f32, bf, bf},
-                                  2};
-  op::checkSignature(plan.kernels.state->spec, is, stateSig, kContractDoc);
+                     prepareSignature(c), kContractDoc);
+  op::checkSignature(plan.kernels.state->spec, is, stateSignature(c), kContractDoc);
   const KernelInfo *iseg = nullptr, *imerge = nullptr;
   if (split) {
     iseg = &compiled(*plan.kernels.segment).info();
     imerge = &compiled(*plan.kernels.merge).info();
-    op::checkSignature(plan.kernels.segment->spec, *iseg, stateSig, kContractDoc);
-    op::checkSignature(plan.kernels.merge->spec, *imerge,
-                       {{"GC", "CU", "LS", "PH", "PL", "HS"}, {f32, c.cuDtype, f32, bf, bf, f32}, 1}, kContractDoc);
+    op::checkSignature(plan.kernels.segment->spec, *iseg, stateSignature(c), kContractDoc);
+    op::checkSignature(plan.kernels.merge->spec, *imerge, mergeSignature(c), kContractDoc);
   }
 
   const int64_t B = p.q.shape[0], T = p.q.shape[1], Hv = p.v.shape[2], K = p.q.shape[3], V = p.v.shape[3];
@@ -246,11 +247,15 @@ Plan buildPlan(const ForwardParams &p, const WorkspaceLayout &l, void *workspace
   rt::TensorArg PH = contiguousArg(split ? ws + l.ph : dummy, {NZ, Hv, K, K});
   rt::TensorArg PL = contiguousArg(split ? ws + l.pl : dummy, {NZ, Hv, K, K});
 
-  plan.prepare.tensors = {arg(p.k), arg(p.v), arg(p.g), arg(p.beta), CU, W, U, GC};
+  // Tensors only the backward's specializations touch: the dummy stands in.
+  rt::TensorArg AM = contiguousArg(dummy, {B, Hv, TC, kChunk});
+  rt::TensorArg H = contiguousArg(dummy, {B, 1, Hv, K, V});
+  rt::TensorArg VN = contiguousArg(dummy, {B, T, Hv, V});
+  plan.prepare.tensors = {arg(p.k), arg(p.v), arg(p.g), arg(p.beta), CU, W, U, GC, AM};
   plan.prepare.stream = p.stream;
   const double scale = std::isnan(p.scale) ? 1.0 / std::sqrt(double(K)) : p.scale;
   const double segChunks = double(l.schedule.segChunks);
-  plan.state.tensors = {arg(p.q), arg(p.k), W, U, GC, CU, H0, arg(p.o), HT, HS, LS, PH, PL};
+  plan.state.tensors = {arg(p.q), arg(p.k), W, U, GC, CU, H0, arg(p.o), HT, HS, LS, PH, PL, H, VN};
   plan.state.scalars = {scale, segChunks};
   plan.state.stream = p.stream;
   if (split) {
@@ -272,16 +277,8 @@ Plan buildPlan(const ForwardParams &p, const WorkspaceLayout &l, void *workspace
   return plan;
 }
 
-}  // namespace
-
-//===----------------------------------------------------------------------===//
-// Public API
-//===----------------------------------------------------------------------===//
-
-namespace {
-
 // The contract of the forward's arguments (validateForward).
-void validate(const ForwardParams &p) {
+void validate(const ForwardParams &p, const char *oName) {
   // q, k, v: dtypes and shapes.
   if (!isHalf(p.q.dtype)) fail(std::string("q has dtype ") + dtypeName(p.q.dtype) + "; expected bf16 or f16");
   op::checkBasic("q", view(p.q), 4, "[B, T, Hqk, K]");
@@ -303,7 +300,9 @@ void validate(const ForwardParams &p) {
 
   // g, beta, o.
   const std::vector<int64_t> gShape = {B, T, Hv}, oShape = {B, T, Hv, V};
-  if (p.g.dtype != DType::F32) fail(std::string("g has dtype ") + dtypeName(p.g.dtype) + "; expected f32");
+  if (p.g.dtype != DType::F32 && p.g.dtype != p.q.dtype)
+    fail(std::string("g has dtype ") + dtypeName(p.g.dtype) + "; expected f32 or " + dtypeName(p.q.dtype) +
+         " (the dtype of q)");
   op::checkBasic("g", view(p.g), 3, "[B, T, Hv]");
   if (p.g.shape != gShape) fail("g has shape " + dims(p.g.shape) + "; expected [B, T, Hv] = " + dims(gShape));
   if (p.beta.dtype != DType::F32 && p.beta.dtype != p.q.dtype)
@@ -312,11 +311,11 @@ void validate(const ForwardParams &p) {
   op::checkBasic("beta", view(p.beta), 3, "[B, T, Hv]");
   if (p.beta.shape != gShape)
     fail("beta has shape " + dims(p.beta.shape) + "; expected [B, T, Hv] = " + dims(gShape));
+  const std::string on = oName;
   if (p.o.dtype != p.q.dtype)
-    fail(std::string("o has dtype ") + dtypeName(p.o.dtype) + "; expected " + dtypeName(p.q.dtype) +
-         " (the dtype of q)");
-  op::checkBasic("o", view(p.o), 4, "[B, T, Hv, V]");
-  if (p.o.shape != oShape) fail("o has shape " + dims(p.o.shape) + "; expected [B, T, Hv, V] = " + dims(oShape));
+    fail(on + " has dtype " + dtypeName(p.o.dtype) + "; expected " + dtypeName(p.q.dtype) + " (the dtype of q)");
+  op::checkBasic(oName, view(p.o), 4, "[B, T, Hv, V]");
+  if (p.o.shape != oShape) fail(on + " has shape " + dims(p.o.shape) + "; expected [B, T, Hv, V] = " + dims(oShape));
 
   // cu_seqlens.
   int64_t N = B;
@@ -367,7 +366,7 @@ void validate(const ForwardParams &p) {
   op::checkLayout("v", view(p.v), true);
   op::checkLayout("g", view(p.g), false);
   op::checkLayout("beta", view(p.beta), false);
-  op::checkLayout("o", view(p.o), true);
+  op::checkLayout(oName, view(p.o), true);
   if (p.initial_state) op::checkLayout("initial_state", view(*p.initial_state), true);
   if (p.final_state) op::checkLayout("final_state", view(*p.final_state), true);
   if (p.cu_seqlens) {
@@ -380,15 +379,27 @@ void validate(const ForwardParams &p) {
   }
 
   // Outputs: no element written twice, no overlap with any other argument.
-  op::checkNoSelfOverlap("o", view(p.o));
+  op::checkNoSelfOverlap(oName, view(p.o));
   if (p.final_state) op::checkNoSelfOverlap("final_state", view(*p.final_state));
-  op::checkOutputsDisjoint(namedTensors(p));
 }
 
+}  // namespace detail
+
+using namespace detail;
+
+//===----------------------------------------------------------------------===//
+// Public API
+//===----------------------------------------------------------------------===//
+
+namespace {
+void validateAll(const ForwardParams &p) {
+  validate(p, "o");
+  op::checkOutputsDisjoint(namedTensors(p, "o"));
+}
 }  // namespace
 
 void validateForward(const ForwardParams &p) {
-  guarded([&] { validate(p); });
+  guarded([&] { validateAll(p); });
 }
 
 size_t forwardWorkspaceBytes(DType dtype, int64_t B, int64_t T, int64_t Hv, int64_t K, int64_t V,
@@ -408,7 +419,7 @@ size_t forwardWorkspaceBytes(DType dtype, int64_t B, int64_t T, int64_t Hv, int6
 
 size_t forwardWorkspaceBytes(const ForwardParams &p) {
   return guarded([&] {
-    validate(p);
+    validateAll(p);
     return workspaceBytesOf(p);
   });
 }
@@ -417,6 +428,7 @@ ForwardConfig forwardConfig(const ForwardParams &p) {
   ForwardConfig c;
   c.dtype = p.q.dtype;
   c.betaDtype = p.beta.dtype;
+  c.gDtype = p.g.dtype;
   c.K = int(p.q.shape.size() == 4 ? p.q.shape[3] : 0);
   c.V = int(p.v.shape.size() == 4 ? p.v.shape[3] : 0);
   c.varlen = p.cu_seqlens.has_value();
@@ -431,7 +443,8 @@ bool ForwardConfig::operator==(const ForwardConfig &o) const { return configKey(
 
 std::string ForwardConfig::str() const {
   std::ostringstream s;
-  s << "dtype=" << dtypeName(dtype) << " beta=" << dtypeName(betaDtype) << " K=" << K << " V=" << V
+  s << "dtype=" << dtypeName(dtype) << " beta=" << dtypeName(betaDtype) << " g=" << dtypeName(gDtype) << " K=" << K
+    << " V=" << V
     << " varlen=" << varlen;
   if (varlen) s << " cu=" << dtypeName(cuDtype);
   s << " l2norm=" << l2norm << " initial_state=" << initialState << " final_state=" << finalState;
@@ -442,6 +455,7 @@ std::vector<ForwardConfig> allForwardConfigs() {
   std::vector<ForwardConfig> out;
   for (DType dt : {DType::BF16, DType::F16})
     for (bool betaF32 : {true, false})
+      for (bool gF32 : {true, false})
       for (int K : {64, 128})
         for (int V : {64, 128})
           for (int vl : {0, 1, 2})  // dense, varlen i32, varlen i64
@@ -451,6 +465,7 @@ std::vector<ForwardConfig> allForwardConfigs() {
                   ForwardConfig c;
                   c.dtype = dt;
                   c.betaDtype = betaF32 ? DType::F32 : dt;
+                  c.gDtype = gF32 ? DType::F32 : dt;
                   c.K = K;
                   c.V = V;
                   c.varlen = vl != 0;
@@ -470,6 +485,7 @@ KernelSpec prepareKernelSpec(const ForwardConfig &c) {
   s.file = kPrepareFile;
   s.defines = {{"DT", dtypeName(c.dtype)},
                {"BT", dtypeName(c.betaDtype)},
+               {"GT", dtypeName(c.gDtype)},
                {"CT", dtypeName(c.varlen ? c.cuDtype : DType::I32)},
                {"DK", std::to_string(c.K)},
                {"DV", std::to_string(c.V)},
@@ -520,16 +536,22 @@ const std::string *embeddedKernelSource(const std::string &file) {
   return nullptr;
 }
 
-namespace {
-
-void warmupConfig(const ForwardConfig &c, bool loadOnGpu) {
+void detail::checkConfig(const ForwardConfig &c) {
   if (!isHalf(c.dtype)) fail(std::string("warmup: dtype ") + dtypeName(c.dtype) + " is not bf16 or f16");
   if (c.betaDtype != DType::F32 && c.betaDtype != c.dtype)
     fail(std::string("warmup: beta dtype ") + dtypeName(c.betaDtype) + " is not f32 or " + dtypeName(c.dtype));
+  if (c.gDtype != DType::F32 && c.gDtype != c.dtype)
+    fail(std::string("warmup: g dtype ") + dtypeName(c.gDtype) + " is not f32 or " + dtypeName(c.dtype));
   if ((c.K != 64 && c.K != 128) || (c.V != 64 && c.V != 128))
     fail("warmup: K = " + std::to_string(c.K) + ", V = " + std::to_string(c.V) + " is not supported (64 or 128)");
   if (c.varlen && c.cuDtype != DType::I32 && c.cuDtype != DType::I64)
     fail(std::string("warmup: cu_seqlens dtype ") + dtypeName(c.cuDtype) + " is not i32 or i64");
+}
+
+namespace {
+
+void warmupConfig(const ForwardConfig &c, bool loadOnGpu) {
+  checkConfig(c);
   ConfigKernels ck = kernelsFor(c);
   for (op::KernelSlot *k : {ck.prepare, ck.state, ck.segment, ck.merge}) compiled(*k);
   if (loadOnGpu && rt::gpuAvailable()) {
@@ -539,7 +561,7 @@ void warmupConfig(const ForwardConfig &c, bool loadOnGpu) {
 }
 
 LaunchPlan makeLaunchPlan(const ForwardParams &p, void *workspace, size_t workspaceBytes) {
-  validate(p);
+  validateAll(p);
   const WorkspaceLayout l = layoutOf(p);
   checkWorkspace(p, l, workspace, workspaceBytes);
   Plan plan = buildPlan(p, l, workspace);
@@ -569,10 +591,10 @@ LaunchPlan makeLaunchPlan(const ForwardParams &p, void *workspace, size_t worksp
 }
 
 void launchForward(const ForwardParams &p, void *workspace, size_t workspaceBytes) {
-  validate(p);
+  validateAll(p);
   const WorkspaceLayout l = layoutOf(p);
   checkWorkspace(p, l, workspace, workspaceBytes);
-  CUcontext ctx = op::checkDevice(namedTensors(p), workspace, l.total);
+  CUcontext ctx = op::checkDevice(namedTensors(p, "o"), workspace, l.total);
   Plan plan = buildPlan(p, l, workspace);
   // Launch order: prepare, (with a split) pass 1 and the merge, then pass 2.
   std::vector<op::LaunchStep> steps = {{plan.kernels.prepare, &plan.prepare}};

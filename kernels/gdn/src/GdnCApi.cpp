@@ -61,6 +61,51 @@ qla::gdn::ForwardParams paramsOf(const qla_gdn_forward_args *a) {
   return p;
 }
 
+qla::gdn::BackwardParams backwardParamsOf(const qla_gdn_backward_args *a) {
+  if (!a) fail("the argument struct is NULL");
+  if (a->abi_version != QLA_GDN_ABI_VERSION)
+    fail("ABI version " + std::to_string(a->abi_version) + " of the caller does not match the library's " +
+         std::to_string(QLA_GDN_ABI_VERSION));
+  qla::gdn::BackwardParams p;
+  p.q = tensorOf("q", a->q);
+  p.k = tensorOf("k", a->k);
+  p.v = tensorOf("v", a->v);
+  p.g = tensorOf("g", a->g);
+  p.beta = tensorOf("beta", a->beta);
+  p.initial_state = optionalOf("initial_state", a->initial_state);
+  p.cu_seqlens = optionalOf("cu_seqlens", a->cu_seqlens);
+  p.scale = a->scale;
+  p.use_qk_l2norm = a->use_qk_l2norm != 0;
+  p.cu_seqlens_host = a->cu_seqlens_host;
+  p.stream = static_cast<CUstream>(a->stream);
+  p.segment_chunks = a->segment_chunks;
+  p.dout = tensorOf("do", a->dout);
+  p.dht = optionalOf("dht", a->dht);
+  p.dq = tensorOf("dq", a->dq);
+  p.dk = tensorOf("dk", a->dk);
+  p.dv = tensorOf("dv", a->dv);
+  p.dg = tensorOf("dg", a->dg);
+  p.dbeta = tensorOf("dbeta", a->dbeta);
+  p.dh0 = optionalOf("dh0", a->dh0);
+  return p;
+}
+
+qla::gdn::ForwardConfig configOf(const qla_gdn_forward_config *c) {
+  if (!c) fail("the config struct is NULL");
+  qla::gdn::ForwardConfig fc;
+  fc.dtype = dtypeOf("dtype", c->dtype);
+  fc.betaDtype = dtypeOf("beta_dtype", c->beta_dtype);
+  fc.gDtype = dtypeOf("g_dtype", c->g_dtype);
+  fc.K = c->k;
+  fc.V = c->v;
+  fc.varlen = c->varlen != 0;
+  fc.cuDtype = fc.varlen ? dtypeOf("cu_dtype", c->cu_dtype) : qla::DType::I32;
+  fc.l2norm = c->use_qk_l2norm != 0;
+  fc.initialState = c->initial_state != 0;
+  fc.finalState = c->final_state != 0;
+  return fc;
+}
+
 template <typename F>
 int guarded(char *err, size_t errlen, F &&f) {
   return qla::op::cCall(err, errlen, kOp, std::forward<F>(f));
@@ -91,18 +136,36 @@ int qla_gdn_forward(const qla_gdn_forward_args *a, void *workspace, size_t works
 
 int qla_gdn_forward_warmup(const qla_gdn_forward_config *c, char *err, size_t errlen) {
   return guarded(err, errlen, [&] {
-    if (!c) fail("the config struct is NULL");
-    qla::gdn::ForwardConfig fc;
-    fc.dtype = dtypeOf("dtype", c->dtype);
-    fc.betaDtype = dtypeOf("beta_dtype", c->beta_dtype);
-    fc.K = c->k;
-    fc.V = c->v;
-    fc.varlen = c->varlen != 0;
-    fc.cuDtype = fc.varlen ? dtypeOf("cu_dtype", c->cu_dtype) : qla::DType::I32;
-    fc.l2norm = c->use_qk_l2norm != 0;
-    fc.initialState = c->initial_state != 0;
-    fc.finalState = c->final_state != 0;
-    qla::gdn::warmup(fc, true);
+    qla::gdn::warmup(configOf(c), true);
+  });
+}
+
+void qla_gdn_backward_args_init(qla_gdn_backward_args *a) {
+  if (!a) return;
+  std::memset(a, 0, sizeof *a);
+  a->abi_version = QLA_GDN_ABI_VERSION;
+  a->scale = std::numeric_limits<double>::quiet_NaN();
+}
+
+int qla_gdn_backward_workspace_bytes(const qla_gdn_backward_args *a, size_t *bytes, char *err, size_t errlen) {
+  return guarded(err, errlen, [&] {
+    if (!bytes) fail("the output pointer `bytes` is NULL");
+    *bytes = qla::gdn::backwardWorkspaceBytes(backwardParamsOf(a));
+  });
+}
+
+int qla_gdn_backward(const qla_gdn_backward_args *a, void *workspace, size_t workspace_bytes, char *err,
+                     size_t errlen) {
+  return guarded(err, errlen, [&] { qla::gdn::backward(backwardParamsOf(a), workspace, workspace_bytes); });
+}
+
+int qla_gdn_backward_warmup(const qla_gdn_forward_config *c, int32_t dht, int32_t dh0, char *err, size_t errlen) {
+  return guarded(err, errlen, [&] {
+    qla::gdn::BackwardConfig bc;
+    bc.fwd = configOf(c);
+    bc.dht = dht != 0;
+    bc.dh0 = dh0 != 0;
+    qla::gdn::warmupBackward(bc, true);
   });
 }
 

@@ -23,7 +23,7 @@ static_assert(offsetof(qla_gdn_forward_args, scale) == 8 && offsetof(qla_gdn_for
                   offsetof(qla_gdn_forward_args, stream) == 16 + 9 * 88 + 8 &&
                   offsetof(qla_gdn_forward_args, segment_chunks) == 16 + 9 * 88 + 16 && sizeof(qla_gdn_forward_args) == 832,
               "qla_gdn_forward_args layout");
-static_assert(sizeof(qla_gdn_forward_config) == 36, "qla_gdn_forward_config layout");
+static_assert(sizeof(qla_gdn_forward_config) == 40, "qla_gdn_forward_config layout");
 static_assert(QLA_GDN_BF16 == int(qla::DType::BF16) && QLA_GDN_F16 == int(qla::DType::F16) &&
                   QLA_GDN_F32 == int(qla::DType::F32) && QLA_GDN_I32 == int(qla::DType::I32) &&
                   QLA_GDN_I64 == int(qla::DType::I64),
@@ -138,7 +138,7 @@ TEST_CASE("GDN C ABI: workspace size and validation", "[gdn][capi]") {
     CHECK(workspaceBytes(&a, &n).err == P + "o has rank 5 (1..4 allowed)");
     a = cArgs(p);
     a.abi_version = 7;
-    CHECK(workspaceBytes(&a, &n).err == P + "ABI version 7 of the caller does not match the library's 2");
+    CHECK(workspaceBytes(&a, &n).err == P + "ABI version 7 of the caller does not match the library's 3");
     CHECK(workspaceBytes(nullptr, &n).err == P + "the argument struct is NULL");
     a = cArgs(p);
     CHECK(workspaceBytes(&a, nullptr).err == P + "the output pointer `bytes` is NULL");
@@ -168,7 +168,7 @@ TEST_CASE("GDN C ABI: forward and warmup report errors", "[gdn][capi]") {
     CHECK(std::string(err).rfind(P + "no CUDA driver", 0) == 0);
   }
 
-  qla_gdn_forward_config c{QLA_GDN_F32, QLA_GDN_F32, 128, 128, 0, QLA_GDN_I32, 0, 0, 0};
+  qla_gdn_forward_config c{QLA_GDN_F32, QLA_GDN_F32, 128, 128, 0, QLA_GDN_I32, 0, 0, 0, QLA_GDN_F32};
   CHECK(qla_gdn_forward_warmup(&c, err, sizeof err) == -1);
   CHECK(std::string(err) == P + "warmup: dtype f32 is not bf16 or f16");
   c.dtype = QLA_GDN_BF16;

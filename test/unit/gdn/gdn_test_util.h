@@ -9,6 +9,7 @@
 namespace gdntest {
 
 using qla::DType;
+using qla::gdn::BackwardParams;
 using qla::gdn::ForwardParams;
 using qla::gdn::TensorRef;
 
@@ -44,5 +45,44 @@ inline ForwardParams varlenParams(const std::vector<int64_t> &offsets, DType cuD
   p.cu_seqlens = TensorRef{fakePtr(8), cuDtype, {int64_t(offsets.size())}, {}};
   return p;
 }
+
+// The backward of the forward call `f`: its inputs (q, k, v, g, beta,
+// initial_state, cu_seqlens and the scalars) and valid gradients at fresh
+// slots: do 9, dq 11, dk 12, dv 13, dg 14 (g's dtype), dbeta 15 (beta's
+// dtype). dht (slot 10) and dh0 (slot 16) are absent; see dhtRef, dh0Ref.
+inline BackwardParams backwardOf(const ForwardParams &f) {
+  BackwardParams p;
+  p.q = f.q;
+  p.k = f.k;
+  p.v = f.v;
+  p.g = f.g;
+  p.beta = f.beta;
+  p.initial_state = f.initial_state;
+  p.cu_seqlens = f.cu_seqlens;
+  p.scale = f.scale;
+  p.use_qk_l2norm = f.use_qk_l2norm;
+  p.cu_seqlens_host = f.cu_seqlens_host;
+  p.stream = f.stream;
+  p.segment_chunks = f.segment_chunks;
+  p.dout = {fakePtr(9), f.q.dtype, f.o.shape, {}};
+  p.dq = {fakePtr(11), f.q.dtype, f.q.shape, {}};
+  p.dk = {fakePtr(12), f.q.dtype, f.q.shape, {}};
+  p.dv = {fakePtr(13), f.q.dtype, f.v.shape, {}};
+  p.dg = {fakePtr(14), f.g.dtype, f.g.shape, {}};
+  p.dbeta = {fakePtr(15), f.beta.dtype, f.beta.shape, {}};
+  return p;
+}
+
+inline BackwardParams validBackwardParams(const Shape &s = {}) { return backwardOf(validParams(s)); }
+
+// Varlen: B = 1, T = the last offset.
+inline BackwardParams varlenBackwardParams(const std::vector<int64_t> &offsets, DType cuDtype = DType::I32,
+                                           Shape s = {}) {
+  return backwardOf(varlenParams(offsets, cuDtype, s));
+}
+
+// The final state's gradient (an input) and the initial state's (an output).
+inline TensorRef dhtRef(int64_t N, const Shape &s = {}) { return stateRef(10, N, s); }
+inline TensorRef dh0Ref(int64_t N, const Shape &s = {}) { return stateRef(16, N, s); }
 
 }  // namespace gdntest

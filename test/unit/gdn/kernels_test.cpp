@@ -1,8 +1,9 @@
-// The GDN forward kernels as the operator uses them, without a GPU: the
-// embedded .qla sources are the ones in the tree, every specialization the
-// operator can request goes through the QLA compiler with the signature the
-// operator launches (KERNELS.md), a covering set compiles with NVRTC (all of
-// them with the hidden tag [gdn-nvrtc-all]), and launch plans (tensors in
+// The GDN kernels as the operator uses them, without a GPU: the embedded
+// .qla sources are the ones in the tree, every specialization the forward and
+// the backward can request goes through the QLA compiler with the signature
+// the operator launches (KERNELS.md, GdnBackward.cpp), a covering set compiles
+// with NVRTC (all of them with the hidden tag [gdn-nvrtc-all]; the backward's
+// covering set to sm_90a with zero spill bytes), and launch plans (tensors in
 // kernel order, workspace regions, grids) check out against the compiled
 // kernels for dense, varlen and GVA shapes.
 //
@@ -11,16 +12,20 @@
 #include "test/unit/TestSupport.h"
 #include <catch2/catch.hpp>
 
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
 #include "gdn_test_util.h"
 #include "qla/compiler/Compiler.h"
+#include "qla/runtime/Nvrtc.h"
 
 using namespace gdntest;
+using qla::gdn::BackwardConfig;
 using qla::gdn::ForwardConfig;
 using qla::gdn::KernelSpec;
 
@@ -30,6 +35,7 @@ using qla::test::joined;
 namespace {
 
 const char *kFiles[] = {"gdn_fwd_prepare.qla", "gdn_fwd_state.qla", "gdn_fwd_merge.qla"};
+const char *kBackwardFiles[] = {"gdn_bwd_dh.qla", "gdn_bwd_dqk.qla", "gdn_bwd_wy.qla", "gdn_bwd_finish.qla"};
 
 bool kernelsPresent() {
   for (const char *f : kFiles)
@@ -40,49 +46,86 @@ bool kernelsPresent() {
   return true;
 }
 
+bool backwardKernelsPresent() {
+  if (!kernelsPresent()) return false;
+  for (const char *f : kBackwardFiles)
+    if (!qla::gdn::embeddedKernelSource(f)) {
+      WARN("kernels/gdn/" << f << " was not embedded in this build (not written yet?): skipping");
+      return false;
+    }
+  return true;
+}
+
 struct Expected {
   std::vector<std::string> names;
   std::vector<DType> dtypes;
-  size_t scalars;
+  std::vector<std::pair<std::string, DType>> scalars;
 };
 
+// The argument lists the operator launches with: the forward's (KERNELS.md)
+// and the backward's (the `checks` table of GdnBackward.cpp's buildPlan).
 Expected expectedSignature(const KernelSpec &spec, const ForwardConfig &c) {
-  const DType dt = c.dtype, f32 = DType::F32, cu = c.varlen ? c.cuDtype : DType::I32;
+  const DType dt = c.dtype, f32 = DType::F32, bf = DType::BF16, cu = c.varlen ? c.cuDtype : DType::I32;
+  const DType bt = c.betaDtype, gt = c.gDtype;
+  const std::pair<std::string, DType> scale{"scale", f32}, ls{"ls", DType::I32};  // ls: segment length in chunks
   if (spec.file == "gdn_fwd_prepare.qla")
-    return {{"Kt", "Vt", "G", "Beta", "CU", "W", "U", "GC"}, {dt, dt, f32, c.betaDtype, cu, dt, dt, f32}, 0};
+    return {{"Kt", "Vt", "G", "Beta", "CU", "W", "U", "GC", "AM"}, {dt, dt, gt, bt, cu, dt, dt, f32, f32}, {}};
   if (spec.file == "gdn_fwd_merge.qla")
-    return {{"GC", "CU", "LS", "PH", "PL", "HS"}, {f32, cu, f32, DType::BF16, DType::BF16, f32}, 1};
-  return {{"Q", "Kt", "W", "U", "GC", "CU", "H0", "O", "HT", "HS", "LS", "PH", "PL"},
-          {dt, dt, dt, dt, f32, cu, f32, dt, f32, f32, f32, DType::BF16, DType::BF16},
-          2};
+    return {{"GC", "CU", "LS", "PH", "PL", "HS"}, {f32, cu, f32, bf, bf, f32}, {ls}};
+  if (spec.file == "gdn_fwd_state.qla")
+    return {{"Q", "Kt", "W", "U", "GC", "CU", "H0", "O", "HT", "HS", "LS", "PH", "PL", "H", "VN"},
+            {dt, dt, dt, dt, f32, cu, f32, dt, f32, f32, f32, bf, bf, dt, dt},
+            {scale, ls}};
+  if (spec.file == "gdn_bwd_dh.qla")
+    return {{"Q", "Kt", "W", "DO", "GC", "CU", "H", "DHT", "DH", "DVD", "DH0", "SD"},
+            {dt, dt, dt, dt, f32, cu, dt, f32, dt, dt, f32, f32},
+            {scale}};
+  if (spec.file == "gdn_bwd_dqk.qla")
+    return {{"Q", "Kt", "VN", "DVD", "DO", "GC", "CU", "H", "DH", "DQH", "DKH", "DW", "RQ", "RK"},
+            {dt, dt, dt, dt, dt, f32, cu, dt, dt, f32, f32, dt, f32, f32},
+            {scale}};
+  if (spec.file == "gdn_bwd_wy.qla")
+    return {{"Kt", "Vt", "Beta", "GC", "AM", "CU", "DW", "DVD", "DK2", "DVO", "DBETA", "RW"},
+            {dt, dt, bt, f32, f32, cu, dt, dt, f32, dt, bt, f32},
+            {}};
+  if (spec.file == "gdn_bwd_finish.qla")
+    return {{"Q", "Kt", "CU", "DQH", "DKH", "DK2", "RQ", "RK", "RW", "SD", "DQ", "DKO", "DG"},
+            {dt, dt, cu, f32, f32, f32, f32, f32, f32, f32, dt, dt, gt},
+            {}};
+  FAIL("no expected signature for " << spec.file);
+  return {};
+}
+
+std::string signatureText(const qla::KernelInfo &info) {
+  std::string s;
+  for (const auto &t : info.tensors) s += (s.empty() ? "" : ", ") + t.name + ":" + qla::dtypeName(t.dtype);
+  for (const auto &t : info.scalars) s += ", " + t.name + ":" + qla::dtypeName(t.dtype);
+  return s;
 }
 
 void checkSignature(const KernelSpec &spec, const ForwardConfig &c, const qla::KernelInfo &info) {
-  INFO(spec.str());
   Expected e = expectedSignature(spec, c);
+  INFO(spec.str() << "\n  compiled: " << signatureText(info));
   REQUIRE(info.tensors.size() == e.names.size());
   for (size_t i = 0; i < e.names.size(); ++i) {
     CHECK(info.tensors[i].name == e.names[i]);
     CHECK(info.tensors[i].dtype == e.dtypes[i]);
   }
-  REQUIRE(info.scalars.size() == e.scalars);
-  if (e.scalars == 2) {
-    CHECK(info.scalars[0].name == "scale");
-    CHECK(info.scalars[0].dtype == DType::F32);
-  }
-  if (e.scalars) {
-    CHECK(info.scalars[e.scalars - 1].name == "ls");  // segment length in chunks
-    CHECK(info.scalars[e.scalars - 1].dtype == DType::I32);
+  REQUIRE(info.scalars.size() == e.scalars.size());
+  for (size_t i = 0; i < e.scalars.size(); ++i) {
+    CHECK(info.scalars[i].name == e.scalars[i].first);
+    CHECK(info.scalars[i].dtype == e.scalars[i].second);
   }
   CHECK(info.threads == 128);
 }
 
 // Every constant takes each of its values at least once.
 std::vector<ForwardConfig> coveringConfigs() {
-  auto make = [](DType dt, DType beta, int K, int V, int varlen, bool l2, bool h0, bool ht) {
+  auto make = [](DType dt, DType beta, int K, int V, int varlen, bool l2, bool h0, bool ht, DType g = DType::F32) {
     ForwardConfig c;
     c.dtype = dt;
     c.betaDtype = beta;
+    c.gDtype = g;
     c.K = K;
     c.V = V;
     c.varlen = varlen != 0;
@@ -93,8 +136,8 @@ std::vector<ForwardConfig> coveringConfigs() {
     return c;
   };
   return {make(DType::BF16, DType::F32, 128, 128, 0, false, false, false),
-          make(DType::BF16, DType::BF16, 128, 128, 1, true, true, true),
-          make(DType::F16, DType::F32, 64, 64, 2, false, true, false),
+          make(DType::BF16, DType::BF16, 128, 128, 1, true, true, true, DType::BF16),
+          make(DType::F16, DType::F32, 64, 64, 2, false, true, false, DType::F16),
           make(DType::F16, DType::F16, 64, 128, 0, true, false, true),
           make(DType::BF16, DType::F32, 128, 64, 1, false, false, true)};
 }
@@ -119,7 +162,7 @@ int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 TEST_CASE("GDN: specializations", "[gdn][kernels]") {
   std::vector<ForwardConfig> all = qla::gdn::allForwardConfigs();
-  CHECK(all.size() == 384);
+  CHECK(all.size() == 768);
   std::set<std::string> distinct, prep, state, segment, merge;
   for (auto &c : all) {
     distinct.insert(c.str());
@@ -129,7 +172,7 @@ TEST_CASE("GDN: specializations", "[gdn][kernels]") {
     merge.insert(qla::gdn::mergeKernelSpec(c).str());
   }
   CHECK(distinct.size() == all.size());
-  CHECK(prep.size() == 96);
+  CHECK(prep.size() == 192);    // beta and g dtypes select the prepare kernel only
   CHECK(state.size() == 192);
   CHECK(segment.size() == 96);  // pass 1 never stores the final state
   CHECK(merge.size() == 12);    // cu dtype (none, i32, i64) x K x V
@@ -139,7 +182,11 @@ TEST_CASE("GDN: specializations", "[gdn][kernels]") {
   c.cuDtype = DType::I64;
   c.initialState = true;
   CHECK(qla::gdn::prepareKernelSpec(c).str() ==
-        "gdn_fwd_prepare.qla -D BT=f32 -D CT=i64 -D DK=128 -D DT=bf16 -D DV=128 -D L2NORM=0 -D VARLEN=1");
+        "gdn_fwd_prepare.qla -D BT=f32 -D CT=i64 -D DK=128 -D DT=bf16 -D DV=128 -D GT=f32 -D L2NORM=0 -D VARLEN=1");
+  c.gDtype = DType::BF16;
+  CHECK(qla::gdn::prepareKernelSpec(c).str() ==
+        "gdn_fwd_prepare.qla -D BT=f32 -D CT=i64 -D DK=128 -D DT=bf16 -D DV=128 -D GT=bf16 -D L2NORM=0 -D VARLEN=1");
+  c.gDtype = DType::F32;
   CHECK(qla::gdn::stateKernelSpec(c).str() ==
         "gdn_fwd_state.qla -D CT=i64 -D DK=128 -D DT=bf16 -D DV=128 -D HAS_H0=1 -D L2NORM=0 -D PASS=2 -D "
         "STORE_HT=0 -D VARLEN=1");
@@ -158,7 +205,9 @@ TEST_CASE("GDN: specializations", "[gdn][kernels]") {
   p.final_state = stateRef(7, 2, s);
   p.use_qk_l2norm = true;
   ForwardConfig pc = qla::gdn::forwardConfig(p);
-  CHECK(pc.str() == "dtype=f16 beta=f16 K=64 V=128 varlen=1 cu=i32 l2norm=1 initial_state=0 final_state=1");
+  CHECK(pc.str() == "dtype=f16 beta=f16 g=f32 K=64 V=128 varlen=1 cu=i32 l2norm=1 initial_state=0 final_state=1");
+  p.g.dtype = DType::F16;
+  CHECK(qla::gdn::forwardConfig(p).gDtype == DType::F16);
 }
 
 TEST_CASE("GDN: embedded kernel sources are the tree's", "[gdn][kernels]") {
@@ -167,6 +216,12 @@ TEST_CASE("GDN: embedded kernel sources are the tree's", "[gdn][kernels]") {
   INFO("embedded: " << joined(names));
   if (!kernelsPresent()) return;
   for (const char *f : kFiles) {
+    std::string onDisk = readFile(std::string(QLA_SOURCE_DIR) + "/kernels/gdn/" + f);
+    CHECK(*qla::gdn::embeddedKernelSource(f) == onDisk);
+  }
+  if (!backwardKernelsPresent()) return;
+  for (const char *f : kBackwardFiles) {
+    INFO(f);
     std::string onDisk = readFile(std::string(QLA_SOURCE_DIR) + "/kernels/gdn/" + f);
     CHECK(*qla::gdn::embeddedKernelSource(f) == onDisk);
   }
@@ -194,7 +249,7 @@ TEST_CASE("GDN: every specialization compiles through the QLA compiler with the 
       ++n;
     }
   }
-  CHECK(n == 96 + 192 + 96 + 12);
+  CHECK(n == 192 + 192 + 96 + 12);
 
   // How the default specialization passes each tensor (for the record).
   ForwardConfig c;
@@ -261,6 +316,7 @@ TEST_CASE("GDN: launch plans match the compiled kernels", "[gdn][kernels][nvrtc]
     INFO(cs.what << " / " << c.str());
     ForwardParams p = c.varlen ? varlenParams(cs.offsets, c.cuDtype, cs.shape) : validParams(cs.shape);
     if (c.betaDtype != DType::F32) p.beta.dtype = c.betaDtype;
+    if (c.gDtype != DType::F32) p.g.dtype = c.gDtype;
     p.use_qk_l2norm = c.l2norm;
     const int64_t B = p.q.shape[0], T = p.q.shape[1], Hv = p.v.shape[2], K = p.q.shape[3], V = p.v.shape[3];
     const int64_t N = c.varlen ? int64_t(cs.offsets.size()) - 1 : B;
@@ -295,8 +351,8 @@ TEST_CASE("GDN: launch plans match the compiled kernels", "[gdn][kernels][nvrtc]
     // Arguments: user tensors passed as they are, scratch inside the workspace.
     auto &pt = plan.prepare.tensors;
     auto &st = plan.state.tensors;
-    REQUIRE(pt.size() == 8);
-    REQUIRE(st.size() == 13);
+    REQUIRE(pt.size() == 9);
+    REQUIRE(st.size() == 15);
     CHECK(pt[0].data == p.k.data);
     CHECK(pt[1].data == p.v.data);
     CHECK(pt[2].data == p.g.data);
@@ -334,6 +390,10 @@ TEST_CASE("GDN: launch plans match the compiled kernels", "[gdn][kernels][nvrtc]
     CHECK(st[6].shape == std::vector<int64_t>{N, Hv, K, V});
     CHECK(st[8].shape == std::vector<int64_t>{N, Hv, K, V});
     for (int i = 9; i < 13; ++i) CHECK(st[i].data == dummy);  // no split: segment states unused
+    // What only the backward's specializations write (AM, H, VN): the dummy.
+    CHECK(pt[8].data == dummy);
+    CHECK(st[13].data == dummy);
+    CHECK(st[14].data == dummy);
     REQUIRE(plan.state.scalars.size() == 2);
     CHECK(plan.state.scalars[0] == Approx(1.0 / std::sqrt(double(K))));
     CHECK(plan.state.scalars[1] == double(int64_t(1) << 30));
@@ -410,7 +470,7 @@ TEST_CASE("GDN: context-parallel launch plans", "[gdn][kernels][nvrtc]") {
     CHECK(plan.mergeGrid == std::array<int64_t, 3>{V / 32, Hv, N});
     auto &st = plan.state.tensors;
     auto &mt = plan.merge.tensors;
-    REQUIRE(st.size() == 13);
+    REQUIRE(st.size() == 15);
     REQUIRE(mt.size() == 6);
     char *ws = static_cast<char *>(fakeWorkspace());
     for (int i = 9; i < 13; ++i) {
@@ -430,4 +490,303 @@ TEST_CASE("GDN: context-parallel launch plans", "[gdn][kernels][nvrtc]") {
   ForwardParams p = validParams();
   p.segment_chunks = -2;
   CHECK_THROWS_WITH(qla::gdn::forwardWorkspaceBytes(p), Catch::Contains("segment_chunks = -2"));
+}
+
+//===----------------------------------------------------------------------===//
+// Backward
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+// Every configuration the backward can request: each forward configuration
+// without a final state (the backward ignores it), with and without dht, and
+// with dh0 where there is an initial state.
+std::vector<BackwardConfig> allBackwardConfigs() {
+  std::vector<BackwardConfig> out;
+  for (const ForwardConfig &f : qla::gdn::allForwardConfigs()) {
+    if (f.finalState) continue;
+    for (bool dht : {false, true})
+      for (bool dh0 : {false, true}) {
+        if (dh0 && !f.initialState) continue;
+        BackwardConfig c;
+        c.fwd = f;
+        c.dht = dht;
+        c.dh0 = dh0;
+        out.push_back(c);
+      }
+  }
+  return out;
+}
+
+// Every constant of every backward kernel takes each of its values at least
+// once: dtype, beta and g dtypes, K, V (64 and 128), no varlen / i32 / i64
+// offsets, L2 norm, initial state, dht, dh0.
+std::vector<BackwardConfig> backwardCoveringConfigs() {
+  auto make = [](DType dt, DType beta, DType g, int K, int V, int varlen, bool l2, bool h0, bool dht, bool dh0) {
+    BackwardConfig c;
+    c.fwd.dtype = dt;
+    c.fwd.betaDtype = beta;
+    c.fwd.gDtype = g;
+    c.fwd.K = K;
+    c.fwd.V = V;
+    c.fwd.varlen = varlen != 0;
+    c.fwd.cuDtype = varlen == 2 ? DType::I64 : DType::I32;
+    c.fwd.l2norm = l2;
+    c.fwd.initialState = h0;
+    c.dht = dht;
+    c.dh0 = dh0;
+    return c;
+  };
+  const DType bf = DType::BF16, f16 = DType::F16, f32 = DType::F32;
+  return {
+      make(bf, f32, f32, 128, 128, 0, false, false, false, false),  // the default
+      make(bf, bf, bf, 128, 128, 1, true, true, true, true),
+      make(f16, f32, f16, 64, 64, 2, false, true, false, true),
+      make(f16, f16, f32, 64, 128, 0, true, false, true, false),
+      make(bf, f32, f32, 128, 64, 1, false, true, true, false),
+      make(f16, f16, f16, 128, 128, 0, false, true, true, true),
+  };
+}
+
+// What ptxas -v says about one entry function (as in
+// test/unit/compiler/examples_test.cpp):
+//   ptxas info    : Compiling entry function 'qla_gemm_…' for 'sm_90a'
+//   ptxas info    : Function properties for qla_gemm_…
+//       0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+//   ptxas info    : Used 168 registers, used 1 barriers, 904 bytes cmem[0]
+struct PtxasReport {
+  bool found = false;      // "Compiling entry function '<name>'" seen
+  std::string properties;  // the "bytes stack frame, ... spill loads" line
+  int registers = -1;      // from "Used N registers"
+  int64_t stack = -1, spillStores = -1, spillLoads = -1;
+};
+
+// The number before `what` in `line` ("8 bytes spill stores" -> 8); -1 if absent.
+int64_t numberBefore(const std::string &line, const std::string &what) {
+  size_t at = line.find(what);
+  if (at == std::string::npos) return -1;
+  size_t b = at;
+  while (b > 0 && std::isdigit(static_cast<unsigned char>(line[b - 1]))) --b;
+  if (b == at) return -1;
+  return std::stoll(line.substr(b, at - b));
+}
+
+PtxasReport parsePtxas(const std::string &log, const std::string &kernel) {
+  PtxasReport r;
+  std::vector<std::string> lines;
+  std::istringstream in(log);
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].find("Compiling entry function '" + kernel + "'") == std::string::npos) continue;
+    r.found = true;
+    for (size_t j = i + 1; j < lines.size(); ++j) {  // until the next function's report
+      const std::string &l = lines[j];
+      if (l.find("Compiling entry function") != std::string::npos || l.find("Compiling function") != std::string::npos)
+        break;
+      if (l.find("Function properties for " + kernel) != std::string::npos && j + 1 < lines.size()) {
+        // NVRTC prefixes the line ("ptxas         .     0 bytes stack frame, ..."): keep from the first digit.
+        const std::string &p = lines[j + 1];
+        size_t d = p.find_first_of("0123456789");
+        r.properties = d == std::string::npos ? p : p.substr(d);
+        r.stack = numberBefore(r.properties, " bytes stack frame");
+        r.spillStores = numberBefore(r.properties, " bytes spill stores");
+        r.spillLoads = numberBefore(r.properties, " bytes spill loads");
+      }
+      size_t u = l.find("Used ");
+      if (u != std::string::npos && l.find(" registers", u) != std::string::npos && r.registers < 0)
+        r.registers = std::atoi(l.c_str() + u + 5);
+    }
+    break;
+  }
+  return r;
+}
+
+// Compiles each distinct kernel spec of `configs` with the QLA compiler and
+// NVRTC to an sm_90a cubin with ptxas -v (no kernel cache: ptxas runs for
+// every one), checks its signature and that it spills nothing; prints one
+// line per kernel (registers, spills, shared memory, time).
+void compileBackwardSpillFree(const std::vector<BackwardConfig> &configs) {
+  struct Row {
+    std::string spec;
+    PtxasReport rep;
+    int64_t smem;
+    double seconds;
+  };
+  std::vector<Row> rows;
+  std::set<std::string> done;
+  std::vector<std::string> spilling;
+  auto t0 = std::chrono::steady_clock::now();
+  for (const BackwardConfig &c : configs) {
+    for (const KernelSpec &spec : qla::gdn::backwardKernelSpecs(c)) {
+      if (!done.insert(spec.str()).second) continue;
+      INFO(c.str() << "\n" << spec.str());
+      auto t1 = std::chrono::steady_clock::now();
+      qla::CompileOptions o;
+      o.defines = spec.defines;
+      qla::CompiledKernel k;
+      std::vector<std::string> diags;
+      bool ok = qla::compileQla(*qla::gdn::embeddedKernelSource(spec.file), "kernels/gdn/" + spec.file, o, k, diags);
+      INFO(joined(diags));
+      REQUIRE(ok);
+      checkSignature(spec, c.fwd, k.info);
+      qla::rt::NvrtcOptions no;
+      no.arch = "sm_90a";
+      no.extra = {"--ptxas-options=-v"};
+      qla::rt::NvrtcResult r = qla::rt::compileCuda(k.cuda, k.info.name, no);
+      INFO(r.error);
+      REQUIRE(r.ok);
+      CHECK(r.cubin.compare(0, 4, "\x7f" "ELF") == 0);
+      PtxasReport rep = parsePtxas(r.log, k.info.name);
+      INFO("NVRTC log:\n" << r.log);
+      REQUIRE(rep.found);
+      CHECK(rep.registers > 0);
+      REQUIRE(rep.spillStores >= 0);
+      REQUIRE(rep.spillLoads >= 0);
+      CHECK(rep.spillStores == 0);
+      CHECK(rep.spillLoads == 0);
+      if (rep.spillStores != 0 || rep.spillLoads != 0)
+        spilling.push_back(spec.str() + ": " + rep.properties);
+      rows.push_back({spec.str(), rep, int64_t(k.info.dynamicSmemBytes),
+                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count()});
+    }
+  }
+  std::printf("gdn backward, sm_90a (ptxas -v): registers, spill stores/loads (bytes), dynamic smem, compile time\n");
+  for (const Row &r : rows)
+    std::printf("  %-150s %3d regs  spill %lld/%lld  smem %6lld  %5.1f s\n", r.spec.c_str(), r.rep.registers,
+                (long long)r.rep.spillStores, (long long)r.rep.spillLoads, (long long)r.smem, r.seconds);
+  std::printf("gdn backward: %zu kernels through NVRTC in %.1f s\n", rows.size(),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  INFO("spilling kernels:\n" << joined(spilling));
+  REQUIRE(spilling.empty());
+}
+
+}  // namespace
+
+TEST_CASE("ptxas report parser (spill bytes)", "[gdn][kernels]") {
+  std::string log =
+      "ptxas info    : 0 bytes gmem\n"
+      "ptxas info    : Compiling entry function 'qla_a_1' for 'sm_90a'\n"
+      "ptxas info    : Function properties for qla_a_1\n"
+      "ptxas         .     16 bytes stack frame, 24 bytes spill stores, 8 bytes spill loads\n"
+      "ptxas info    : Used 255 registers, used 1 barriers, 384 bytes cmem[0]\n"
+      "ptxas info    : Compiling entry function 'qla_b_2' for 'sm_90a'\n"
+      "ptxas info    : Function properties for qla_b_2\n"
+      "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+      "ptxas info    : Used 40 registers, used 0 barriers, 400 bytes cmem[0]\n";
+  PtxasReport a = parsePtxas(log, "qla_a_1"), b = parsePtxas(log, "qla_b_2"), c = parsePtxas(log, "qla_c");
+  CHECK(a.found);
+  CHECK(a.registers == 255);
+  CHECK(a.stack == 16);
+  CHECK(a.spillStores == 24);
+  CHECK(a.spillLoads == 8);
+  CHECK(b.found);
+  CHECK(b.registers == 40);
+  CHECK(b.spillStores == 0);
+  CHECK(b.spillLoads == 0);
+  CHECK_FALSE(c.found);
+  CHECK(c.spillStores == -1);
+}
+
+TEST_CASE("GDN backward: specializations", "[gdn][kernels][backward]") {
+  std::vector<BackwardConfig> all = allBackwardConfigs();
+  CHECK(all.size() == 384 / 2 * 2 + 384 / 2 * 4);  // no initial state: dht 0/1; with one: dht x dh0
+  std::set<std::string> distinct, fwdSpecs;
+  std::map<std::string, std::set<std::string>> byFile;  // file (+ role) -> distinct specs
+  for (const ForwardConfig &f : qla::gdn::allForwardConfigs())
+    for (const KernelSpec &s : {qla::gdn::prepareKernelSpec(f), qla::gdn::stateKernelSpec(f),
+                                qla::gdn::segmentKernelSpec(f), qla::gdn::mergeKernelSpec(f)})
+      fwdSpecs.insert(s.str());
+  for (const BackwardConfig &c : all) {
+    distinct.insert(c.str());
+    std::vector<KernelSpec> specs = qla::gdn::backwardKernelSpecs(c);
+    REQUIRE(specs.size() == 8);
+    const char *roles[] = {"prepare", "segment", "merge", "state", "dh", "dqk", "wy", "finish"};
+    for (size_t i = 0; i < specs.size(); ++i) byFile[roles[i]].insert(specs[i].str());
+    // The six named ones, in launch order, with the forward's segment and merge.
+    CHECK(specs[0].str() == qla::gdn::backwardPrepareKernelSpec(c).str());
+    CHECK(specs[1].str() == qla::gdn::segmentKernelSpec(c.fwd).str());
+    CHECK(specs[2].str() == qla::gdn::mergeKernelSpec(c.fwd).str());
+    CHECK(specs[3].str() == qla::gdn::backwardStateKernelSpec(c).str());
+    CHECK(specs[4].str() == qla::gdn::dhKernelSpec(c).str());
+    CHECK(specs[5].str() == qla::gdn::dqkKernelSpec(c).str());
+    CHECK(specs[6].str() == qla::gdn::wyKernelSpec(c).str());
+    CHECK(specs[7].str() == qla::gdn::finishKernelSpec(c).str());
+    // The forward's segment and merge kernels are shared; the others are the backward's own.
+    CHECK(fwdSpecs.count(specs[1].str()) == 1);
+    CHECK(fwdSpecs.count(specs[2].str()) == 1);
+    for (size_t i : {0, 3, 4, 5, 6, 7}) CHECK(fwdSpecs.count(specs[i].str()) == 0);
+  }
+  CHECK(distinct.size() == all.size());
+  CHECK(byFile["prepare"].size() == 192);  // the forward's, with SAVE_A
+  CHECK(byFile["segment"].size() == 96);
+  CHECK(byFile["merge"].size() == 12);
+  CHECK(byFile["state"].size() == 96);     // dtype x cu x K x V x L2 norm x initial state
+  CHECK(byFile["dh"].size() == 192);       // dtype x cu x K x V x L2 norm x dh0 x dht
+  CHECK(byFile["dqk"].size() == 48);       // dtype x cu x K x V x L2 norm
+  CHECK(byFile["wy"].size() == 96);        // ... x beta dtype
+  CHECK(byFile["finish"].size() == 48);    // dtype x g dtype x cu x K x L2 norm
+
+  BackwardConfig c;
+  c.fwd.varlen = true;
+  c.fwd.cuDtype = DType::I64;
+  c.fwd.initialState = true;
+  c.fwd.finalState = true;  // ignored by the backward
+  c.dht = c.dh0 = true;
+  CHECK(c.str() == "dtype=bf16 beta=f32 g=f32 K=128 V=128 varlen=1 cu=i64 l2norm=0 initial_state=1 final_state=0 "
+                   "dht=1 dh0=1");
+  CHECK(qla::gdn::backwardPrepareKernelSpec(c).str() ==
+        "gdn_fwd_prepare.qla -D BT=f32 -D CT=i64 -D DK=128 -D DT=bf16 -D DV=128 -D GT=f32 -D L2NORM=0 -D SAVE_A=1 "
+        "-D VARLEN=1");
+  CHECK(qla::gdn::backwardStateKernelSpec(c).str() ==
+        "gdn_fwd_state.qla -D CT=i64 -D DK=128 -D DT=bf16 -D DV=128 -D HAS_H0=1 -D L2NORM=0 -D PASS=2 -D SAVE_H=1 "
+        "-D STORE_HT=0 -D STORE_O=0 -D VARLEN=1");
+  CHECK(qla::gdn::dhKernelSpec(c).str() ==
+        "gdn_bwd_dh.qla -D CT=i64 -D DK=128 -D DT=bf16 -D DV=128 -D HAS_DHT=1 -D HAS_H0=1 -D L2NORM=0 -D VARLEN=1");
+  CHECK(qla::gdn::dqkKernelSpec(c).str() ==
+        "gdn_bwd_dqk.qla -D CT=i64 -D DK=128 -D DT=bf16 -D DV=128 -D L2NORM=0 -D VARLEN=1");
+  CHECK(qla::gdn::wyKernelSpec(c).str() ==
+        "gdn_bwd_wy.qla -D BT=f32 -D CT=i64 -D DK=128 -D DT=bf16 -D DV=128 -D L2NORM=0 -D VARLEN=1");
+  CHECK(qla::gdn::finishKernelSpec(c).str() ==
+        "gdn_bwd_finish.qla -D CT=i64 -D DK=128 -D DT=bf16 -D GT=f32 -D L2NORM=0 -D VARLEN=1");
+  // Without varlen the offsets' dtype is i32 whatever cuDtype says.
+  c.fwd.varlen = false;
+  CHECK(qla::gdn::dqkKernelSpec(c).defines.at("CT") == "i32");
+}
+
+TEST_CASE("GDN backward: every specialization compiles through the QLA compiler with the operator's signature",
+          "[gdn][kernels][backward]") {
+  if (!backwardKernelsPresent()) return;
+  std::set<std::string> done;
+  // The forward's segment and merge kernels: the forward's test compiles them.
+  for (const ForwardConfig &f : qla::gdn::allForwardConfigs())
+    for (const KernelSpec &s : {qla::gdn::segmentKernelSpec(f), qla::gdn::mergeKernelSpec(f)}) done.insert(s.str());
+  int n = 0;
+  auto t0 = std::chrono::steady_clock::now();
+  for (const BackwardConfig &c : allBackwardConfigs()) {
+    for (const KernelSpec &spec : qla::gdn::backwardKernelSpecs(c)) {
+      if (!done.insert(spec.str()).second) continue;
+      qla::CompileOptions o;
+      o.defines = spec.defines;
+      qla::CompiledKernel k;
+      std::vector<std::string> diags;
+      bool ok = qla::compileQla(*qla::gdn::embeddedKernelSource(spec.file), "kernels/gdn/" + spec.file, o, k, diags);
+      INFO(c.str() << "\n" << spec.str() << "\n" << joined(diags));
+      REQUIRE(ok);
+      checkSignature(spec, c.fwd, k.info);
+      ++n;
+    }
+  }
+  CHECK(n == 192 + 96 + 192 + 48 + 96 + 48);
+  std::printf("gdn backward: %d specializations through the front end in %.1f s\n", n,
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+}
+
+TEST_CASE("GDN backward: a covering set compiles to sm_90a with zero spill bytes", "[gdn][kernels][nvrtc]") {
+  if (!backwardKernelsPresent()) return;
+  compileBackwardSpillFree(backwardCoveringConfigs());
+}
+
+TEST_CASE("GDN backward: every specialization compiles to sm_90a with zero spill bytes", "[.][gdn-nvrtc-all]") {
+  if (!backwardKernelsPresent()) return;
+  compileBackwardSpillFree(allBackwardConfigs());
 }

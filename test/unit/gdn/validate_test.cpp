@@ -119,8 +119,10 @@ TEST_CASE("GDN forward: dtype errors", "[gdn][validate]") {
     CHECK(validationError(p) == P + "v has dtype f16 but q has bf16");
   }
   SECTION("g") {
-    p.g.dtype = DType::BF16;
-    CHECK(validationError(p) == P + "g has dtype bf16; expected f32");
+    p.g.dtype = DType::F16;
+    CHECK(validationError(p) == P + "g has dtype f16; expected f32 or bf16 (the dtype of q)");
+    p.g.dtype = DType::BF16;  // the dtype of q: accepted, as FLA accepts it
+    CHECK(validationError(p) == "<no error>");
   }
   SECTION("beta") {
     p.beta.dtype = DType::F16;

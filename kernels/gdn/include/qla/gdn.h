@@ -56,7 +56,7 @@ struct TensorRef {
 struct ForwardParams {
   TensorRef q, k;                   // [B, T, Hqk, K], bf16 or f16
   TensorRef v;                      // [B, T, Hv, V], the dtype of q; Hv % Hqk == 0
-  TensorRef g;                      // [B, T, Hv], f32 (natural-log decay, <= 0)
+  TensorRef g;                      // [B, T, Hv], f32 or the dtype of q (natural-log decay, <= 0)
   TensorRef beta;                   // [B, T, Hv], f32 or the dtype of q
   TensorRef o;                      // out [B, T, Hv, V], the dtype of q
   std::optional<TensorRef> initial_state;  // [N, Hv, K, V] f32
@@ -102,6 +102,7 @@ void forward(const ForwardParams &p, void *workspace, size_t workspaceBytes);
 struct ForwardConfig {
   DType dtype = DType::BF16;      // q, k, v, o
   DType betaDtype = DType::F32;   // f32 or dtype
+  DType gDtype = DType::F32;      // f32 or dtype
   int K = 128, V = 128;           // 64 or 128 each
   bool varlen = false;
   DType cuDtype = DType::I32;     // cu_seqlens dtype (i32 or i64); i32 when !varlen
@@ -110,13 +111,14 @@ struct ForwardConfig {
   bool finalState = false;
 
   bool operator==(const ForwardConfig &o) const;
-  std::string str() const;  // "dtype=bf16 beta=f32 K=128 V=128 varlen=0 ..."
+  std::string str() const;  // "dtype=bf16 beta=f32 g=f32 K=128 V=128 varlen=0 ..."
 };
 
 // The configuration a (validated) call selects.
 ForwardConfig forwardConfig(const ForwardParams &p);
 // Every configuration the operator can request (2 dtypes x 2 beta dtypes x
-// 2 K x 2 V x 3 varlen/offset dtypes x 2 L2 norm x 2 initial x 2 final).
+// 2 g dtypes x 2 K x 2 V x 3 varlen/offset dtypes x 2 L2 norm x 2 initial x
+// 2 final).
 std::vector<ForwardConfig> allForwardConfigs();
 
 // One kernel compile: embedded file name and its specialization constants (-D).
@@ -125,7 +127,7 @@ struct KernelSpec {
   std::map<std::string, std::string> defines;  // DT=bf16, DK=128, ...
   std::string str() const;                     // "gdn_fwd_prepare.qla -D DT=bf16 -D DK=128 ..."
 };
-KernelSpec prepareKernelSpec(const ForwardConfig &c);  // DT BT CT DK DV VARLEN L2NORM
+KernelSpec prepareKernelSpec(const ForwardConfig &c);  // DT BT GT CT DK DV VARLEN L2NORM
 KernelSpec stateKernelSpec(const ForwardConfig &c);    // DT CT DK DV VARLEN L2NORM HAS_H0 STORE_HT PASS=2
 KernelSpec segmentKernelSpec(const ForwardConfig &c);  // the state kernel's PASS=1 (context parallelism)
 KernelSpec mergeKernelSpec(const ForwardConfig &c);    // CT DK DV VARLEN
@@ -164,5 +166,69 @@ struct LaunchPlan {
   std::array<int64_t, 3> segmentGrid{}, mergeGrid{};
 };
 LaunchPlan planForward(const ForwardParams &p, void *workspace, size_t workspaceBytes);
+
+//===----------------------------------------------------------------------===//
+// Backward
+//===----------------------------------------------------------------------===//
+
+// The gradients of the forward's outputs o (and final_state) with respect to
+// its inputs. The forward's inputs are given again as they were (o and
+// final_state are not needed); the backward recomputes what it needs from
+// them (kernels/gdn/KERNELS.md, "Backward").
+struct BackwardParams {
+  TensorRef q, k, v, g, beta;              // as in ForwardParams
+  std::optional<TensorRef> initial_state;  // as in ForwardParams
+  std::optional<TensorRef> cu_seqlens;     // as in ForwardParams
+  double scale = std::numeric_limits<double>::quiet_NaN();
+  bool use_qk_l2norm = false;
+  const int64_t *cu_seqlens_host = nullptr;
+  CUstream stream = nullptr;
+  int64_t segment_chunks = 0;              // for the states' recompute, as in ForwardParams
+
+  TensorRef dout;                          // dL/do: [B, T, Hv, V], the dtype of q
+  std::optional<TensorRef> dht;            // dL/d final_state: [N, Hv, K, V] f32 (absent: 0)
+  TensorRef dq, dk;                        // out [B, T, Hqk, K], the dtype of q (summed over GVA groups)
+  TensorRef dv;                            // out [B, T, Hv, V], the dtype of q
+  TensorRef dg;                            // out [B, T, Hv], the dtype of g
+  TensorRef dbeta;                         // out [B, T, Hv], the dtype of beta
+  std::optional<TensorRef> dh0;            // out [N, Hv, K, V] f32; requires initial_state
+};
+
+// Host-side checks of every argument (the forward's contract for the inputs;
+// every gradient's dtype, shape and layout; outputs disjoint from inputs and
+// from each other). Throws Error.
+void validateBackward(const BackwardParams &p);
+// Device scratch backward() needs (validates p first).
+size_t backwardWorkspaceBytes(const BackwardParams &p);
+// Validates, then launches the backward's kernels on p.stream: no host
+// synchronization, no allocation (capturable in a CUDA graph once compiled:
+// warmupBackward). On an error nothing is launched and the outputs are untouched.
+void backward(const BackwardParams &p, void *workspace, size_t workspaceBytes);
+
+// What selects the backward's kernels.
+struct BackwardConfig {
+  ForwardConfig fwd;  // its finalState is ignored
+  bool dht = false;   // a gradient of the final state is given
+  bool dh0 = false;   // the initial state's gradient is wanted
+  std::string str() const;
+};
+BackwardConfig backwardConfig(const BackwardParams &p);
+
+// The backward's kernels, in launch order (the recompute of the forward's
+// chunk factors and states, then the gradients): prepare (SAVE_A=1), with a
+// split the segment and merge kernels, state (SAVE_H=1 STORE_O=0), then
+// gdn_bwd_dh, gdn_bwd_dqk, gdn_bwd_wy, gdn_bwd_finish.
+KernelSpec backwardPrepareKernelSpec(const BackwardConfig &c);
+KernelSpec backwardStateKernelSpec(const BackwardConfig &c);
+KernelSpec dhKernelSpec(const BackwardConfig &c);
+KernelSpec dqkKernelSpec(const BackwardConfig &c);
+KernelSpec wyKernelSpec(const BackwardConfig &c);
+KernelSpec finishKernelSpec(const BackwardConfig &c);
+// Every kernel spec backward() may launch for c (the six above, plus the
+// forward's segment and merge kernels).
+std::vector<KernelSpec> backwardKernelSpecs(const BackwardConfig &c);
+
+// Compiles (and with loadOnGpu and a GPU, loads) the kernels of c.
+void warmupBackward(const BackwardConfig &c, bool loadOnGpu = true);
 
 }  // namespace qla::gdn

@@ -19,7 +19,7 @@
 extern "C" {
 #endif
 
-#define QLA_GDN_ABI_VERSION 2
+#define QLA_GDN_ABI_VERSION 3
 
 /* Dtype codes (the values of qla::DType). */
 enum { QLA_GDN_BF16 = 0, QLA_GDN_F16 = 1, QLA_GDN_F32 = 2, QLA_GDN_I32 = 3, QLA_GDN_I64 = 4 };
@@ -40,7 +40,7 @@ typedef struct qla_gdn_forward_args {
   double scale;               /* NaN: K^-0.5 */
   qla_gdn_tensor q, k;        /* [B, T, Hqk, K] bf16/f16 */
   qla_gdn_tensor v;           /* [B, T, Hv, V] */
-  qla_gdn_tensor g;           /* [B, T, Hv] f32 */
+  qla_gdn_tensor g;           /* [B, T, Hv] f32 or the input dtype */
   qla_gdn_tensor beta;        /* [B, T, Hv] f32 or the input dtype */
   qla_gdn_tensor o;           /* out [B, T, Hv, V] */
   qla_gdn_tensor initial_state; /* optional [N, Hv, K, V] f32 */
@@ -61,7 +61,29 @@ typedef struct qla_gdn_forward_config {
   int32_t use_qk_l2norm;
   int32_t initial_state;  /* 0 or 1 */
   int32_t final_state;    /* 0 or 1 */
+  int32_t g_dtype;        /* QLA_GDN_F32 or dtype (ABI 3) */
 } qla_gdn_forward_config;
+
+/* The backward (qla::gdn::backward): the forward's inputs again, the
+ * gradients of its outputs, and the gradients it writes. */
+typedef struct qla_gdn_backward_args {
+  int32_t abi_version;        /* QLA_GDN_ABI_VERSION */
+  int32_t use_qk_l2norm;      /* as in the forward */
+  double scale;               /* NaN: K^-0.5 */
+  qla_gdn_tensor q, k, v, g, beta; /* the forward's inputs */
+  qla_gdn_tensor initial_state;    /* optional, as in the forward */
+  qla_gdn_tensor cu_seqlens;       /* optional, as in the forward */
+  const int64_t *cu_seqlens_host;  /* optional host copy, to validate */
+  void *stream;                    /* NULL: the default stream */
+  int64_t segment_chunks;          /* as in the forward (the states' recompute) */
+  qla_gdn_tensor dout;             /* [B, T, Hv, V], the input dtype: dL/do */
+  qla_gdn_tensor dht;              /* optional [N, Hv, K, V] f32: dL/d final_state */
+  qla_gdn_tensor dq, dk;           /* out [B, T, Hqk, K], the input dtype */
+  qla_gdn_tensor dv;               /* out [B, T, Hv, V], the input dtype */
+  qla_gdn_tensor dg;               /* out [B, T, Hv], the dtype of g */
+  qla_gdn_tensor dbeta;            /* out [B, T, Hv], the dtype of beta */
+  qla_gdn_tensor dh0;              /* optional out [N, Hv, K, V] f32 (requires initial_state) */
+} qla_gdn_backward_args;
 
 /* Fills `a` with: abi_version, scale = NaN, every tensor absent, no stream. */
 void qla_gdn_forward_args_init(qla_gdn_forward_args *a);
@@ -80,6 +102,19 @@ int qla_gdn_forward(const qla_gdn_forward_args *a, void *workspace, size_t works
  * of one configuration, so that a later qla_gdn_forward may be captured in a
  * CUDA graph without compiling. */
 int qla_gdn_forward_warmup(const qla_gdn_forward_config *c, char *err, size_t errlen);
+
+/* Fills `a` with: abi_version, scale = NaN, every tensor absent, no stream. */
+void qla_gdn_backward_args_init(qla_gdn_backward_args *a);
+/* Validates `a` and writes the backward's workspace size. */
+int qla_gdn_backward_workspace_bytes(const qla_gdn_backward_args *a, size_t *bytes, char *err, size_t errlen);
+/* Validates everything (nothing is launched on an error), then launches the
+ * backward's kernels on a->stream: no synchronization, no allocation. */
+int qla_gdn_backward(const qla_gdn_backward_args *a, void *workspace, size_t workspace_bytes, char *err,
+                     size_t errlen);
+/* Compiles (and loads) the backward's kernels of one configuration; dht and
+ * dh0 (0 or 1) say whether a final-state gradient is given and the initial
+ * state's gradient is wanted. */
+int qla_gdn_backward_warmup(const qla_gdn_forward_config *c, int32_t dht, int32_t dh0, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

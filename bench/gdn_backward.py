@@ -1,0 +1,178 @@
+"""GDN chunked forward + backward: QLA (qla.chunk_gated_delta_rule under
+torch.autograd) against FLA's Triton chunk_gated_delta_rule, side by side in
+one process, on the backward rows of FlashQLA's published H200 table (K = V =
+128, bf16). FlashQLA's published backward time is listed beside each row (its
+table's own FLA column too); it is not measured here.
+
+Inputs (FlashQLA's benchmark inputs): B = 1, N equal sequences packed with
+cu_seqlens (int32 for QLA, int64 for FLA), an initial state (randn f32),
+q, k = F.normalize(randn) bf16, v = randn bf16, g = logsigmoid(randn) / 16 f32
+with a quarter of the v-heads at g = 0, beta = sigmoid(randn) f32, final
+state out; do = randn bf16, dht = randn f32. One timed step = forward +
+backward (torch.autograd.backward on o and the final state), eager (FLA's
+varlen path synchronizes with the host, so it cannot be captured in a CUDA
+graph; QLA's copies cu_seqlens to the host to check it), timed with CUDA
+events: 2 warm-up steps, then the median over --reps of --steps steps.
+
+    PYTHONPATH=python:/path/to/fla_src QLA_LIBRARY=build/compiler/libqla.so \\
+        python3 bench/gdn_backward.py [--rows hk16_hv32/8k_1seq,...] [--check]
+    python3 bench/gdn_backward.py --list-rows      # parse the anchors only
+
+Writes bench/results/gdn_backward_<date>.json and .md (after every row, so a
+run cut short keeps what it measured).
+"""
+import argparse
+import datetime
+import json
+import math
+import os
+import re
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_ANCHORS = os.path.normpath(os.path.join(ROOT, "..", "shared", "anchors", "flashqla_published_h200.txt"))
+_ROW = re.compile(r"^(?P<model>hk\d+_hv\d+)\s+(?P<layout>\d+k_\d+seq)\s+(?P<hqk>\d+)\s+(?P<hv>\d+)\s+(?P<n>\d+)\s+"
+                  r"(?P<fq>[\d.]+)ms\s+(?P<fla>[\d.]+)ms\s+(?P<x>[\d.]+)x\s*$")
+
+
+def parse_rows(path):
+    rows, on = [], False
+    for line in open(path):
+        if "BACKWARD BENCHMARKS" in line:
+            on = True
+            continue
+        m = _ROW.match(line.strip()) if on else None
+        if m:
+            tokens = int(m["layout"].split("k_")[0]) * 1024
+            rows.append(dict(name=f"{m['model']}/{m['layout']}", hqk=int(m["hqk"]), hv=int(m["hv"]),
+                             nseq=int(m["n"]), tokens=tokens, flashqla_ms=float(m["fq"]),
+                             fla_published_ms=float(m["fla"])))
+    return rows
+
+
+def geomean(xs):
+    xs = [x for x in xs if x and x > 0 and math.isfinite(x)]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def write(res, out_dir):
+    date = res["date"]
+    base = os.path.join(out_dir, f"gdn_backward_h200_{date}")
+    with open(base + ".json", "w") as f:
+        json.dump(res, f, indent=1)
+    lines = [f"# GDN forward + backward, QLA vs FLA (H200, {date})", "",
+             f"Command: `{res['command']}`", "",
+             "| row | Hqk/Hv | seqs | QLA ms | FLA ms | FLA/QLA | FlashQLA published ms | QLA/FlashQLA |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in res["rows"]:
+        q, fl = r.get("qla_ms"), r.get("fla_ms")
+        sp = fl / q if q and fl else float("nan")
+        vs = q / r["flashqla_ms"] if q else float("nan")
+        lines.append(f"| {r['name']} | {r['hqk']}/{r['hv']} | {r['nseq']} | {q or float('nan'):.3f} | "
+                     f"{fl or float('nan'):.3f} | {sp:.2f} | {r['flashqla_ms']:.3f} | {vs:.2f} |")
+    done = [r for r in res["rows"] if r.get("qla_ms") and r.get("fla_ms")]
+    lines += ["", f"Geometric mean over {len(done)} rows: FLA/QLA = "
+              f"{geomean([r['fla_ms'] / r['qla_ms'] for r in done]):.3f}, QLA/FlashQLA(published) = "
+              f"{geomean([r['qla_ms'] / r['flashqla_ms'] for r in done]):.3f}"]
+    if res.get("check"):
+        lines += ["", "QLA vs FLA gradients (rms rel, per row): see the JSON (`diff`)."]
+    with open(base + ".md", "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return "\n".join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--anchors", default=DEFAULT_ANCHORS)
+    ap.add_argument("--rows", help="comma-separated row names (default: all)")
+    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--check", action="store_true", help="also compare QLA's gradients with FLA's")
+    ap.add_argument("--list-rows", action="store_true")
+    ap.add_argument("--out-dir", default=os.path.join(ROOT, "bench", "results"))
+    args = ap.parse_args()
+    rows = parse_rows(args.anchors)
+    if args.rows:
+        by = {r["name"]: r for r in rows}
+        bad = [w for w in args.rows.split(",") if w not in by]
+        if bad:
+            sys.exit(f"unknown rows {bad} (see --list-rows)")
+        rows = [by[w] for w in args.rows.split(",")]  # in the order given
+    if args.list_rows:
+        for r in rows:
+            print(r)
+        return 0
+    os.environ.setdefault("FLA_FLASH_QLA", "0")
+    os.environ.setdefault("FLA_TILELANG", "0")
+    import torch
+    import torch.nn.functional as F
+    import qla
+    import fla.ops.common.chunk_o as fco
+    fco.TRITON_ABOVE_3_7_1 = True  # FLA's backward on Triton 3.6 (its issue #640; checked correct on the H200)
+    from fla.ops.gated_delta_rule import chunk_gated_delta_rule as fla_fn
+
+    res = dict(date=datetime.date.today().isoformat(), gpu=torch.cuda.get_device_name(),
+               command="python3 " + " ".join(sys.argv), torch=torch.__version__, rows=[], check=args.check)
+    dev, bf = "cuda", torch.bfloat16
+    K = V = 128
+    for r in rows:
+        torch.manual_seed(0)
+        T, N, Hqk, Hv = r["tokens"], r["nseq"], r["hqk"], r["hv"]
+        cu32 = torch.arange(0, T + 1, T // N, dtype=torch.int32, device=dev)
+        q = F.normalize(torch.randn(1, T, Hqk, K, device=dev), dim=-1).to(bf)
+        k = F.normalize(torch.randn(1, T, Hqk, K, device=dev), dim=-1).to(bf)
+        v = torch.randn(1, T, Hv, V, device=dev).to(bf)
+        g = F.logsigmoid(torch.randn(1, T, Hv, device=dev)) / 16
+        g[..., : Hv // 4] = 0.0
+        beta = torch.sigmoid(torch.randn(1, T, Hv, device=dev))
+        h0 = torch.randn(N, Hv, K, V, device=dev)
+        do = torch.randn(1, T, Hv, V, device=dev).to(bf)
+        dht = torch.randn(N, Hv, K, V, device=dev)
+        leaves = [x.clone().requires_grad_() for x in (q, k, v, g, beta, h0)]
+
+        def step(fn, cu):
+            for x in leaves:
+                x.grad = None
+            o, ht = fn(*leaves[:5], initial_state=leaves[5], output_final_state=True, cu_seqlens=cu)
+            torch.autograd.backward([o, ht], [do, dht])
+
+        def timed(fn, cu):
+            for _ in range(2):
+                step(fn, cu)
+            torch.cuda.synchronize()
+            ts = []
+            for _ in range(args.reps):
+                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                a.record()
+                for _ in range(args.steps):
+                    step(fn, cu)
+                b.record()
+                b.synchronize()
+                ts.append(a.elapsed_time(b) / args.steps)
+            return sorted(ts)[len(ts) // 2]
+
+        t0 = time.time()
+        r["qla_ms"] = timed(qla.chunk_gated_delta_rule, cu32)
+        if args.check:
+            step(qla.chunk_gated_delta_rule, cu32)
+            mine = [x.grad.clone() for x in leaves]
+        r["fla_ms"] = timed(fla_fn, cu32.long())
+        if args.check:
+            step(fla_fn, cu32.long())
+            r["diff"] = {n: ((a.double() - b.grad.double()).pow(2).mean().sqrt()
+                             / b.grad.double().pow(2).mean().sqrt()).item()
+                         for n, a, b in zip(("dq", "dk", "dv", "dg", "dbeta", "dh0"), mine, leaves)}
+        res["rows"].append(r)
+        print(f"{r['name']:22s} QLA {r['qla_ms']:.3f} ms  FLA {r['fla_ms']:.3f} ms  FLA/QLA "
+              f"{r['fla_ms'] / r['qla_ms']:.2f}  (FlashQLA published {r['flashqla_ms']:.3f})  {time.time() - t0:.0f} s"
+              + (f"  diff {r['diff']}" if args.check else ""), flush=True)
+        write(res, args.out_dir)
+        del leaves
+        torch.cuda.empty_cache()
+    print(write(res, args.out_dir))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,428 @@
+// The GDN backward operator: the contract of its arguments, its workspace,
+// the kernel specializations and the launches (qla/gdn.h, KERNELS.md
+// "Backward"). It shares the input contract, the forward's workspace regions
+// and the kernel registry with the forward (GdnInternal.h) and the generic
+// parts with every operator (kernels/common, qla::op).
+#include <cmath>
+#include <mutex>
+#include <sstream>
+
+#include "GdnInternal.h"
+#include "qla/op/Device.h"
+
+namespace qla::gdn {
+namespace {
+
+using namespace detail;
+using op::dims;
+
+constexpr const char *kDhFile = "gdn_bwd_dh.qla";
+constexpr const char *kDqkFile = "gdn_bwd_dqk.qla";
+constexpr const char *kWyFile = "gdn_bwd_wy.qla";
+constexpr const char *kFinishFile = "gdn_bwd_finish.qla";
+constexpr int64_t kBV = 32;  // the V slice of the state kernels and of SD's partial sums
+
+ForwardParams forwardPart(const BackwardParams &p) {
+  ForwardParams f;
+  f.q = p.q;
+  f.k = p.k;
+  f.v = p.v;
+  f.g = p.g;
+  f.beta = p.beta;
+  f.o = p.dv;  // checked as o would be: [B, T, Hv, V], the dtype of q
+  f.initial_state = p.initial_state;
+  f.cu_seqlens = p.cu_seqlens;
+  f.scale = p.scale;
+  f.use_qk_l2norm = p.use_qk_l2norm;
+  f.cu_seqlens_host = p.cu_seqlens_host;
+  f.stream = p.stream;
+  f.segment_chunks = p.segment_chunks;
+  return f;
+}
+
+// Every tensor argument (op::TensorView refers to p's shape vectors: p must
+// outlive the list).
+std::vector<op::NamedTensor> namedTensors(const BackwardParams &p) {
+  std::vector<op::NamedTensor> v = {{"q", view(p.q), false},       {"k", view(p.k), false},
+                                    {"v", view(p.v), false},       {"g", view(p.g), false},
+                                    {"beta", view(p.beta), false}, {"dv", view(p.dv), true}};
+  if (p.initial_state) v.push_back({"initial_state", view(*p.initial_state), false});
+  if (p.cu_seqlens) v.push_back({"cu_seqlens", view(*p.cu_seqlens), false});
+  v.push_back({"do", view(p.dout), false});
+  if (p.dht) v.push_back({"dht", view(*p.dht), false});
+  v.push_back({"dq", view(p.dq), true});
+  v.push_back({"dk", view(p.dk), true});
+  v.push_back({"dg", view(p.dg), true});
+  v.push_back({"dbeta", view(p.dbeta), true});
+  if (p.dh0) v.push_back({"dh0", view(*p.dh0), true});
+  return v;
+}
+
+void checkTensor(const char *name, const TensorRef &t, DType want, const char *wantWhy,
+                 const std::vector<int64_t> &shape, const char *shapeText, bool tma) {
+  if (t.dtype != want)
+    fail(std::string(name) + " has dtype " + dtypeName(t.dtype) + "; expected " + dtypeName(want) + wantWhy);
+  op::checkBasic(name, view(t), int(shape.size()), shapeText);
+  if (t.shape != shape) fail(std::string(name) + " has shape " + dims(t.shape) + "; expected " + shapeText + " = " + dims(shape));
+  op::checkLayout(name, view(t), tma);
+}
+
+void validate(const BackwardParams &p) {
+  const ForwardParams f = forwardPart(p);
+  detail::validate(f, "dv");
+  const int64_t B = p.q.shape[0], T = p.q.shape[1], Hqk = p.q.shape[2], K = p.q.shape[3];
+  const int64_t Hv = p.v.shape[2], V = p.v.shape[3];
+  const int64_t N = p.cu_seqlens ? p.cu_seqlens->shape[0] - 1 : B;
+  const DType dt = p.q.dtype;
+  checkTensor("do", p.dout, dt, " (the dtype of q)", {B, T, Hv, V}, "[B, T, Hv, V]", true);
+  if (p.dht) checkTensor("dht", *p.dht, DType::F32, "", {N, Hv, K, V}, "[N, Hv, K, V]", true);
+  checkTensor("dq", p.dq, dt, " (the dtype of q)", {B, T, Hqk, K}, "[B, T, Hqk, K]", true);
+  checkTensor("dk", p.dk, dt, " (the dtype of q)", {B, T, Hqk, K}, "[B, T, Hqk, K]", true);
+  checkTensor("dg", p.dg, p.g.dtype, " (the dtype of g)", {B, T, Hv}, "[B, T, Hv]", false);
+  checkTensor("dbeta", p.dbeta, p.beta.dtype, " (the dtype of beta)", {B, T, Hv}, "[B, T, Hv]", false);
+  if (p.dh0) {
+    if (!p.initial_state) fail("dh0 is given but initial_state is not (dh0 is the initial state's gradient)");
+    checkTensor("dh0", *p.dh0, DType::F32, "", {N, Hv, K, V}, "[N, Hv, K, V]", true);
+  }
+  for (const auto &[name, t] : {std::pair<const char *, const TensorRef *>{"dq", &p.dq},
+                                {"dk", &p.dk},
+                                {"dg", &p.dg},
+                                {"dbeta", &p.dbeta}})
+    op::checkNoSelfOverlap(name, view(*t));
+  if (p.dh0) op::checkNoSelfOverlap("dh0", view(*p.dh0));
+  op::checkOutputsDisjoint(namedTensors(p));
+}
+
+//===----------------------------------------------------------------------===//
+// Workspace: the forward's regions (W, U, GC, the split's), then A, the
+// states H and V_new, the state gradients DH and dVd, and the per-v-head
+// partial gradients.
+//===----------------------------------------------------------------------===//
+
+struct BackwardLayout {
+  WorkspaceLayout fwd;
+  size_t am = 0, h = 0, vn = 0, dh = 0, dvd = 0, sd = 0, dqh = 0, dkh = 0, dk2 = 0, dw = 0, rq = 0, rk = 0, rw = 0;
+  size_t dummy = 0, total = 0;
+  int64_t stateSlots = 0;  // H's and DH's second dim
+};
+
+BackwardLayout layoutOf(const BackwardParams &p) {
+  const int64_t B = p.q.shape[0], T = p.q.shape[1], Hv = p.v.shape[2], K = p.q.shape[3], V = p.v.shape[3];
+  const int64_t N = p.cu_seqlens ? p.cu_seqlens->shape[0] - 1 : 0;
+  const size_t eb = size_t(dtypeBytes(p.q.dtype));
+  op::WorkspacePlanner ws;
+  BackwardLayout l;
+  l.fwd = addForwardRegions(ws, p.q.dtype, B, T, Hv, K, V, N, p.segment_chunks);
+  const int64_t TC = l.fwd.gcSlots;
+  const size_t nt = size_t(B * T * Hv);
+  // State slots: chunk c of sequence n enters with slot bos / C + 2n + c
+  // (varlen) or c; the slot after a sequence's last chunk holds its final
+  // state: cdiv(T, C) + 2N - 1 slots (varlen), cdiv(T, C) + 1 otherwise.
+  l.stateSlots = (T + kChunk - 1) / kChunk + (N > 0 ? 2 * N - 1 : 1);
+  const size_t stateBytes = size_t(B * l.stateSlots * Hv * K * V) * eb;
+  l.am = ws.add(size_t(B * Hv * TC * kChunk) * 4);
+  l.h = ws.add(stateBytes);
+  l.vn = ws.add(nt * size_t(V) * eb);
+  l.dh = ws.add(stateBytes);
+  l.dvd = ws.add(nt * size_t(V) * eb);
+  l.sd = ws.add(size_t(V / kBV * B * Hv * TC) * 4);
+  l.dqh = ws.add(nt * size_t(K) * 4);
+  l.dkh = ws.add(nt * size_t(K) * 4);
+  l.dk2 = ws.add(nt * size_t(K) * 4);
+  l.dw = ws.add(nt * size_t(K) * eb);
+  l.rq = ws.add(size_t(B * Hv * TC) * 4);
+  l.rk = ws.add(size_t(B * Hv * TC) * 4);
+  l.rw = ws.add(size_t(B * Hv * TC) * 4);
+  l.dummy = ws.addDummy();
+  l.total = ws.total();
+  return l;
+}
+
+//===----------------------------------------------------------------------===//
+// Kernels
+//===----------------------------------------------------------------------===//
+
+struct BackwardKernels {
+  op::KernelSlot *prepare = nullptr, *segment = nullptr, *merge = nullptr, *state = nullptr;
+  op::KernelSlot *dh = nullptr, *dqk = nullptr, *wy = nullptr, *finish = nullptr;
+};
+
+std::string key(const BackwardConfig &c) { return c.str(); }
+
+BackwardKernels kernelsFor(const BackwardConfig &c) {
+  static std::mutex mu;
+  static std::map<std::string, BackwardKernels> memo;
+  const std::string k = key(c);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = memo.find(k);
+    if (it != memo.end()) return it->second;
+  }
+  op::KernelRegistry &r = registry();
+  BackwardKernels bk;
+  bk.prepare = &r.slot(opSpec(backwardPrepareKernelSpec(c)));
+  bk.segment = &r.slot(opSpec(segmentKernelSpec(c.fwd)));
+  bk.merge = &r.slot(opSpec(mergeKernelSpec(c.fwd)));
+  bk.state = &r.slot(opSpec(backwardStateKernelSpec(c)));
+  bk.dh = &r.slot(opSpec(dhKernelSpec(c)));
+  bk.dqk = &r.slot(opSpec(dqkKernelSpec(c)));
+  bk.wy = &r.slot(opSpec(wyKernelSpec(c)));
+  bk.finish = &r.slot(opSpec(finishKernelSpec(c)));
+  std::lock_guard<std::mutex> lock(mu);
+  memo[k] = bk;
+  return bk;
+}
+
+std::vector<op::KernelSlot *> all(const BackwardKernels &k) {
+  return {k.prepare, k.segment, k.merge, k.state, k.dh, k.dqk, k.wy, k.finish};
+}
+
+struct Plan {
+  BackwardKernels kernels;
+  bool split = false;
+  rt::LaunchArgs prepare, segment, merge, state, dh, dqk, wy, finish;
+};
+
+// p validated, workspace checked against l = layoutOf(p).
+Plan buildPlan(const BackwardParams &p, const BackwardLayout &l, void *workspace) {
+  const BackwardConfig c = backwardConfig(p);
+  const ForwardConfig &fc = c.fwd;
+  Plan plan;
+  plan.kernels = kernelsFor(c);
+  plan.split = l.fwd.schedule.split;
+  const DType dt = fc.dtype, f32 = DType::F32;
+  const int64_t B = p.q.shape[0], T = p.q.shape[1], Hv = p.v.shape[2], K = p.q.shape[3], V = p.v.shape[3];
+  const int64_t N = fc.varlen ? p.cu_seqlens->shape[0] - 1 : B;
+  const int64_t NZ = l.fwd.schedule.numIds, TC = l.fwd.gcSlots, NH = l.stateSlots;
+  char *ws = static_cast<char *>(workspace);
+  void *dummy = ws + l.dummy;
+  using op::contiguousArg;
+
+  rt::TensorArg W = contiguousArg(ws + l.fwd.w, {B, T, Hv, K});
+  rt::TensorArg U = contiguousArg(ws + l.fwd.u, {B, T, Hv, V});
+  rt::TensorArg GC = contiguousArg(ws + l.fwd.gc, {B, Hv, TC});
+  rt::TensorArg CU = fc.varlen ? arg(*p.cu_seqlens) : contiguousArg(dummy, {1});
+  rt::TensorArg H0 = fc.initialState ? arg(*p.initial_state) : contiguousArg(dummy, {N, Hv, K, V});
+  rt::TensorArg HS = contiguousArg(plan.split ? ws + l.fwd.hs : dummy, {NZ, Hv, K, V});
+  rt::TensorArg LS = contiguousArg(plan.split ? ws + l.fwd.ls : dummy, {NZ, Hv, K, V});
+  rt::TensorArg PH = contiguousArg(plan.split ? ws + l.fwd.ph : dummy, {NZ, Hv, K, K});
+  rt::TensorArg PL = contiguousArg(plan.split ? ws + l.fwd.pl : dummy, {NZ, Hv, K, K});
+  rt::TensorArg AM = contiguousArg(ws + l.am, {B, Hv, TC, kChunk});
+  rt::TensorArg H = contiguousArg(ws + l.h, {B, NH, Hv, K, V});
+  rt::TensorArg VN = contiguousArg(ws + l.vn, {B, T, Hv, V});
+  rt::TensorArg DH = contiguousArg(ws + l.dh, {B, NH, Hv, K, V});
+  rt::TensorArg DVD = contiguousArg(ws + l.dvd, {B, T, Hv, V});
+  rt::TensorArg SD = contiguousArg(ws + l.sd, {V / kBV, B, Hv, TC});
+  rt::TensorArg DQH = contiguousArg(ws + l.dqh, {B, T, Hv, K});
+  rt::TensorArg DKH = contiguousArg(ws + l.dkh, {B, T, Hv, K});
+  rt::TensorArg DK2 = contiguousArg(ws + l.dk2, {B, T, Hv, K});
+  rt::TensorArg DW = contiguousArg(ws + l.dw, {B, T, Hv, K});
+  rt::TensorArg RQ = contiguousArg(ws + l.rq, {B, Hv, TC});
+  rt::TensorArg RK = contiguousArg(ws + l.rk, {B, Hv, TC});
+  rt::TensorArg RW = contiguousArg(ws + l.rw, {B, Hv, TC});
+  // Never touched by these specializations (no O, no final state; PASS = 1
+  // neither writes H nor VN).
+  rt::TensorArg O = contiguousArg(dummy, {B, T, Hv, V});
+  rt::TensorArg HT = contiguousArg(dummy, {N, Hv, K, V});
+  rt::TensorArg DHT = c.dht ? arg(*p.dht) : contiguousArg(dummy, {N, Hv, K, V});
+  rt::TensorArg DH0 = c.dh0 ? arg(*p.dh0) : contiguousArg(dummy, {N, Hv, K, V});
+
+  const double scale = std::isnan(p.scale) ? 1.0 / std::sqrt(double(K)) : p.scale;
+  const double segChunks = double(l.fwd.schedule.segChunks);
+  auto args = [&](std::vector<rt::TensorArg> t, std::vector<double> s) {
+    rt::LaunchArgs a;
+    a.tensors = std::move(t);
+    a.scalars = std::move(s);
+    a.stream = p.stream;
+    return a;
+  };
+  plan.prepare = args({arg(p.k), arg(p.v), arg(p.g), arg(p.beta), CU, W, U, GC, AM}, {});
+  plan.state = args({arg(p.q), arg(p.k), W, U, GC, CU, H0, O, HT, HS, LS, PH, PL, H, VN}, {scale, segChunks});
+  if (plan.split) {
+    plan.segment = args({arg(p.q), arg(p.k), W, U, GC, CU, H0, O, HT, HS, LS, PH, PL, H, VN}, {scale, segChunks});
+    plan.merge = args({GC, CU, LS, PH, PL, HS}, {segChunks});
+  }
+  plan.dh = args({arg(p.q), arg(p.k), W, arg(p.dout), GC, CU, H, DHT, DH, DVD, DH0, SD}, {scale});
+  plan.dqk = args({arg(p.q), arg(p.k), VN, DVD, arg(p.dout), GC, CU, H, DH, DQH, DKH, DW, RQ, RK}, {scale});
+  plan.wy = args({arg(p.k), arg(p.v), arg(p.beta), GC, AM, CU, DW, DVD, DK2, arg(p.dv), arg(p.dbeta), RW}, {});
+  plan.finish =
+      args({arg(p.q), arg(p.k), CU, DQH, DKH, DK2, RQ, RK, RW, SD, arg(p.dq), arg(p.dk), arg(p.dg)}, {});
+
+  // The compiled kernels' signatures (KERNELS.md), then what the runtime
+  // would refuse, before anything launches.
+  const DType cu = fc.cuDtype, bt = fc.betaDtype, gt = fc.gDtype;
+  struct Check {
+    op::KernelSlot *k;
+    const rt::LaunchArgs *a;
+    op::Signature sig;
+  };
+  std::vector<Check> checks = {
+      {plan.kernels.prepare, &plan.prepare, prepareSignature(fc)},
+      {plan.kernels.state, &plan.state, stateSignature(fc)},
+      {plan.kernels.dh, &plan.dh,
+       {{"Q", "Kt", "W", "DO", "GC", "CU", "H", "DHT", "DH", "DVD", "DH0", "SD"},
+        {dt, dt, dt, dt, f32, cu, dt, f32, dt, dt, f32, f32},
+        1}},
+      {plan.kernels.dqk, &plan.dqk,
+       {{"Q", "Kt", "VN", "DVD", "DO", "GC", "CU", "H", "DH", "DQH", "DKH", "DW", "RQ", "RK"},
+        {dt, dt, dt, dt, dt, f32, cu, dt, dt, f32, f32, dt, f32, f32},
+        1}},
+      {plan.kernels.wy, &plan.wy,
+       {{"Kt", "Vt", "Beta", "GC", "AM", "CU", "DW", "DVD", "DK2", "DVO", "DBETA", "RW"},
+        {dt, dt, bt, f32, f32, cu, dt, dt, f32, dt, bt, f32},
+        0}},
+      {plan.kernels.finish, &plan.finish,
+       {{"Q", "Kt", "CU", "DQH", "DKH", "DK2", "RQ", "RK", "RW", "SD", "DQ", "DKO", "DG"},
+        {dt, dt, cu, f32, f32, f32, f32, f32, f32, f32, dt, dt, gt},
+        0}},
+  };
+  if (plan.split) {
+    checks.push_back({plan.kernels.segment, &plan.segment, stateSignature(fc)});
+    checks.push_back({plan.kernels.merge, &plan.merge, mergeSignature(fc)});
+  }
+  for (const Check &ch : checks) {
+    const KernelInfo &info = compiled(*ch.k).info();
+    op::checkSignature(ch.k->spec, info, ch.sig, kContractDoc);
+    op::checkAgainstKernel(ch.k->spec, info, *ch.a, userNames());
+    op::launchGrid(info, *ch.a);
+  }
+  return plan;
+}
+
+void launchBackward(const BackwardParams &p, void *workspace, size_t workspaceBytes) {
+  validate(p);
+  const BackwardLayout l = layoutOf(p);
+  op::checkWorkspace(workspace, workspaceBytes, l.total, namedTensors(p));
+  CUcontext ctx = op::checkDevice(namedTensors(p), workspace, l.total);
+  Plan plan = buildPlan(p, l, workspace);
+  std::vector<op::LaunchStep> steps = {{plan.kernels.prepare, &plan.prepare}};
+  if (plan.split) {
+    steps.push_back({plan.kernels.segment, &plan.segment});
+    steps.push_back({plan.kernels.merge, &plan.merge});
+  }
+  for (auto s : {std::pair{plan.kernels.state, &plan.state},
+                 {plan.kernels.dh, &plan.dh},
+                 {plan.kernels.dqk, &plan.dqk},
+                 {plan.kernels.wy, &plan.wy},
+                 {plan.kernels.finish, &plan.finish}})
+    steps.push_back({s.first, s.second});
+  op::launchAll(registry(), ctx, steps);
+}
+
+std::string cuText(const ForwardConfig &c) { return dtypeName(c.varlen ? c.cuDtype : DType::I32); }
+
+}  // namespace
+
+//===----------------------------------------------------------------------===//
+// Public API
+//===----------------------------------------------------------------------===//
+
+void validateBackward(const BackwardParams &p) {
+  guarded([&] { validate(p); });
+}
+
+size_t backwardWorkspaceBytes(const BackwardParams &p) {
+  return guarded([&] {
+    validate(p);
+    return layoutOf(p).total;
+  });
+}
+
+void backward(const BackwardParams &p, void *workspace, size_t workspaceBytes) {
+  guarded([&] { launchBackward(p, workspace, workspaceBytes); });
+}
+
+BackwardConfig backwardConfig(const BackwardParams &p) {
+  BackwardConfig c;
+  c.fwd = forwardConfig(forwardPart(p));
+  c.fwd.finalState = false;
+  c.dht = p.dht.has_value();
+  c.dh0 = p.dh0.has_value();
+  return c;
+}
+
+std::string BackwardConfig::str() const {
+  std::ostringstream s;
+  ForwardConfig f = fwd;
+  f.finalState = false;
+  s << f.str() << " dht=" << dht << " dh0=" << dh0;
+  return s.str();
+}
+
+KernelSpec backwardPrepareKernelSpec(const BackwardConfig &c) {
+  KernelSpec s = prepareKernelSpec(c.fwd);
+  s.defines["SAVE_A"] = "1";
+  return s;
+}
+
+KernelSpec backwardStateKernelSpec(const BackwardConfig &c) {
+  ForwardConfig f = c.fwd;
+  f.finalState = false;
+  KernelSpec s = stateKernelSpec(f);
+  s.defines["SAVE_H"] = "1";
+  s.defines["STORE_O"] = "0";
+  return s;
+}
+
+KernelSpec dhKernelSpec(const BackwardConfig &c) {
+  return {kDhFile,
+          {{"DT", dtypeName(c.fwd.dtype)},
+           {"CT", cuText(c.fwd)},
+           {"DK", std::to_string(c.fwd.K)},
+           {"DV", std::to_string(c.fwd.V)},
+           {"VARLEN", c.fwd.varlen ? "1" : "0"},
+           {"L2NORM", c.fwd.l2norm ? "1" : "0"},
+           {"HAS_H0", c.dh0 ? "1" : "0"},
+           {"HAS_DHT", c.dht ? "1" : "0"}}};
+}
+
+KernelSpec dqkKernelSpec(const BackwardConfig &c) {
+  return {kDqkFile,
+          {{"DT", dtypeName(c.fwd.dtype)},
+           {"CT", cuText(c.fwd)},
+           {"DK", std::to_string(c.fwd.K)},
+           {"DV", std::to_string(c.fwd.V)},
+           {"VARLEN", c.fwd.varlen ? "1" : "0"},
+           {"L2NORM", c.fwd.l2norm ? "1" : "0"}}};
+}
+
+KernelSpec wyKernelSpec(const BackwardConfig &c) {
+  return {kWyFile,
+          {{"DT", dtypeName(c.fwd.dtype)},
+           {"BT", dtypeName(c.fwd.betaDtype)},
+           {"CT", cuText(c.fwd)},
+           {"DK", std::to_string(c.fwd.K)},
+           {"DV", std::to_string(c.fwd.V)},
+           {"VARLEN", c.fwd.varlen ? "1" : "0"},
+           {"L2NORM", c.fwd.l2norm ? "1" : "0"}}};
+}
+
+KernelSpec finishKernelSpec(const BackwardConfig &c) {
+  return {kFinishFile,
+          {{"DT", dtypeName(c.fwd.dtype)},
+           {"GT", dtypeName(c.fwd.gDtype)},
+           {"CT", cuText(c.fwd)},
+           {"DK", std::to_string(c.fwd.K)},
+           {"VARLEN", c.fwd.varlen ? "1" : "0"},
+           {"L2NORM", c.fwd.l2norm ? "1" : "0"}}};
+}
+
+std::vector<KernelSpec> backwardKernelSpecs(const BackwardConfig &c) {
+  return {backwardPrepareKernelSpec(c), segmentKernelSpec(c.fwd), mergeKernelSpec(c.fwd),
+          backwardStateKernelSpec(c),   dhKernelSpec(c),          dqkKernelSpec(c),
+          wyKernelSpec(c),              finishKernelSpec(c)};
+}
+
+void warmupBackward(const BackwardConfig &c, bool loadOnGpu) {
+  guarded([&] {
+    checkConfig(c.fwd);
+    BackwardKernels k = kernelsFor(c);
+    for (op::KernelSlot *s : all(k)) compiled(*s);
+    if (loadOnGpu && rt::gpuAvailable()) {
+      CUcontext ctx = op::currentOrPrimaryContext();
+      for (op::KernelSlot *s : all(k)) registry().loaded(*s, ctx);
+    }
+  });
+}
+
+}  // namespace qla::gdn

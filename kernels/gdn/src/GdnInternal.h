@@ -1,0 +1,76 @@
+// What the GDN forward (Gdn.cpp) and backward (GdnBackward.cpp) operators
+// share beyond the generic operator layer (qla::op): the operator's error
+// prefix, the input contract, the forward's workspace regions, the kernel
+// registry of kernels/gdn and the kernels' signatures. Internal; not installed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "Schedule.h"
+#include "qla/gdn.h"
+#include "qla/jit.h"
+#include "qla/op/Error.h"
+#include "qla/op/KernelRegistry.h"
+#include "qla/op/Launch.h"
+#include "qla/op/Tensor.h"
+#include "qla/op/Workspace.h"
+
+namespace qla::gdn::detail {
+
+constexpr const char *kOp = "chunk_gated_delta_rule: ";
+constexpr const char *kContractDoc = "kernels/gdn/KERNELS.md";  // the kernels' argument lists
+
+// Throws Error(kOp + msg).
+[[noreturn]] void fail(const std::string &msg);
+
+// The public entry points run under this: the shared layer's op::Error
+// becomes Error with the operator's prefix.
+template <class F>
+decltype(auto) guarded(F &&f) {
+  return op::rethrowAs<Error>(kOp, std::forward<F>(f));
+}
+
+op::TensorView view(const TensorRef &t);
+rt::TensorArg arg(const TensorRef &t);  // op::launchArg(view(t))
+bool isHalf(DType d);
+
+// The forward's tensors, in argument order (the optional ones when given);
+// `o` is named oName.
+std::vector<op::NamedTensor> namedTensors(const ForwardParams &p, const char *oName);
+
+// The contract of the forward's arguments, every check but the outputs'
+// disjointness from the inputs (the caller checks that over its own list);
+// `o` is named oName in the messages (the backward passes dv there).
+void validate(const ForwardParams &p, const char *oName);
+
+// A configuration's dtypes and sizes are ones the operator supports (warmup).
+void checkConfig(const ForwardConfig &c);
+
+// Byte offsets of the forward's workspace regions.
+struct WorkspaceLayout {
+  size_t w = 0, u = 0, gc = 0, dummy = 0, total = 0;  // byte offsets; total size
+  size_t hs = 0, ls = 0, ph = 0, pl = 0;               // segment states (schedule.split only)
+  int64_t gcSlots = 0;                                 // GC's last dim: chunk slots × kChunk
+  Schedule schedule;
+};
+// W, U, GC (then HS, LS, PH, PL with a split) added to `ws`; dummy and total unset.
+WorkspaceLayout addForwardRegions(op::WorkspacePlanner &ws, DType dtype, int64_t B, int64_t T, int64_t Hv,
+                                  int64_t K, int64_t V, int64_t numSequences, int64_t segmentChunks);
+
+// The kernels of kernels/gdn, compiled once per specialization and process.
+op::KernelRegistry &registry();
+op::KernelSpec opSpec(const KernelSpec &s);
+KernelSpec publicSpec(const op::KernelSlot &s);
+const JitKernel &compiled(op::KernelSlot &s);
+
+// Kernel tensor names -> the names the caller knows.
+const op::ArgNames &userNames();
+
+// The forward kernels' argument lists (KERNELS.md).
+op::Signature prepareSignature(const ForwardConfig &c);
+op::Signature stateSignature(const ForwardConfig &c);
+op::Signature mergeSignature(const ForwardConfig &c);
+
+}  // namespace qla::gdn::detail
