@@ -17,6 +17,8 @@ events: 2 warm-up steps, then the median over --reps of --steps steps.
     PYTHONPATH=python:/path/to/fla_src QLA_LIBRARY=build/compiler/libqla.so \\
         python3 bench/gdn_backward.py [--rows hk16_hv32/8k_1seq,...] [--check]
     python3 bench/gdn_backward.py --list-rows      # parse the anchors only
+    python3 bench/gdn_backward.py --warm-only --rows ...   # compile FLA's kernels first (in parallel
+                                                           # processes, one per group of rows), then time
 
 Writes bench/results/gdn_backward_<date>.json and .md (after every row, so a
 run cut short keeps what it measured).
@@ -90,6 +92,11 @@ def main():
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--check", action="store_true", help="also compare QLA's gradients with FLA's")
     ap.add_argument("--list-rows", action="store_true")
+    ap.add_argument("--warm-only", action="store_true",
+                    help="run one step of each selected row (compiles FLA's Triton kernels into Triton's cache) "
+                         "and time nothing; sets FLA_CACHE_RESULTS=0 so that no autotune choice made here is "
+                         "kept for a timed run (run several of these in parallel, one per group of rows)")
+    ap.add_argument("--no-qla", action="store_true", help="with --warm-only: FLA only")
     ap.add_argument("--out-dir", default=os.path.join(ROOT, "bench", "results"))
     args = ap.parse_args()
     rows = parse_rows(args.anchors)
@@ -103,6 +110,8 @@ def main():
         for r in rows:
             print(r)
         return 0
+    if args.warm_only:
+        os.environ["FLA_CACHE_RESULTS"] = "0"
     os.environ.setdefault("FLA_FLASH_QLA", "0")
     os.environ.setdefault("FLA_TILELANG", "0")
     import torch
@@ -153,6 +162,14 @@ def main():
             return sorted(ts)[len(ts) // 2]
 
         t0 = time.time()
+        if args.warm_only:
+            if not args.no_qla:
+                step(qla.chunk_gated_delta_rule, cu32)
+            step(fla_fn, cu32.long())
+            torch.cuda.synchronize()
+            print(f"{r['name']:22s} warmed in {time.time() - t0:.0f} s", flush=True)
+            del leaves
+            continue
         r["qla_ms"] = timed(qla.chunk_gated_delta_rule, cu32)
         if args.check:
             step(qla.chunk_gated_delta_rule, cu32)
@@ -170,7 +187,8 @@ def main():
         write(res, args.out_dir)
         del leaves
         torch.cuda.empty_cache()
-    print(write(res, args.out_dir))
+    if not args.warm_only:
+        print(write(res, args.out_dir))
     return 0
 
 

@@ -119,6 +119,24 @@ def main():
               rc == 0 and lines[:2] == ["['X', 'Y'] ['a'] miss", "grid cdiv(N,128) 1 1"], out + err)
         check("compile_string on a syntax error: QlaError with bad.qla:4:col: error:",
               len(lines) == 3 and re.match(r"bad\.qla:4:\d+: error: ", lines[2]) is not None, out + err)
+
+        # 6. The GDN operator without torch or a GPU: the forward's and the
+        # backward's kernels of one configuration compile (dtypes by name),
+        # and a bad name is refused.
+        code = ("import qla\n"
+                "from qla import gdn\n"
+                "gdn.warmup('bf16', 64, 64, g_dtype='bf16', backward=True, dht=True, initial_state=True)\n"
+                "print('warm')\n"
+                "try:\n"
+                "    gdn.warmup('f64', 64, 64)\n"
+                "except qla.QlaError as e:\n"
+                "    print(e)\n")
+        rc, out, err = run(["-c", code], site, outside, QLA_CACHE_DIR=cache)
+        lines = out.splitlines()
+        check("gdn.warmup (forward and backward kernels) compiles without torch or a GPU",
+              rc == 0 and lines[:1] == ["warm"], out + err)
+        check("gdn.warmup with a bad dtype name: QlaError naming it",
+              len(lines) == 2 and "'f64' is not a dtype name" in lines[1], out + err)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print("ALL PASS" if failures == 0 else f"{failures} FAILED")
