@@ -67,7 +67,9 @@ bool lowerAndEmit(mlir::MLIRContext &ctx, mlir::ModuleOp mod, const CompileOptio
 
   auto fn = *mod.getOps<mlir::func::FuncOp>().begin();
   compiler::EmittedKernel ek;
-  if (mlir::failed(compiler::emitCuda(fn, ek))) return false;
+  compiler::EmitOptions eo;
+  eo.lineDirectives = options.lineInfo;
+  if (mlir::failed(compiler::emitCuda(fn, ek, eo))) return false;
   out.cuda = std::move(ek.source);
   out.info = std::move(ek.info);
   return true;

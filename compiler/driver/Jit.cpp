@@ -4,6 +4,8 @@
 #include "qla/runtime/Log.h"
 
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -32,6 +34,14 @@ std::string formatDefines(const std::map<std::string, std::string> &defines) {
 
 }  // namespace
 
+bool lineInfoFromEnvironment() {
+  const char *v = std::getenv("QLA_LINE_INFO");
+  if (!v || !*v) return false;
+  for (const char *off : {"0", "off", "OFF", "false", "FALSE", "no", "NO"})
+    if (std::strcmp(v, off) == 0) return false;
+  return true;
+}
+
 JitKernel jitCompileString(const std::string &source, const std::string &filename, const JitOptions &options) {
   const auto t0 = Clock::now();
   const bool logging = rt::logEnabled(rt::LogLevel::Error);
@@ -41,6 +51,8 @@ JitKernel jitCompileString(const std::string &source, const std::string &filenam
   CompileOptions co;
   co.defines = options.defines;
   co.kernel = options.kernel;
+  const bool lineInfo = options.lineInfo || lineInfoFromEnvironment();
+  co.lineInfo = lineInfo;
   CompiledKernel ck;
   std::vector<std::string> diags;
   if (!compileQla(source, filename, co, ck, diags)) {
@@ -54,6 +66,7 @@ JitKernel jitCompileString(const std::string &source, const std::string &filenam
   if (!options.arch.empty()) no.arch = options.arch;
   else if (rt::gpuAvailable()) no.arch = rt::deviceArch();
   no.extra = options.nvrtcOptions;
+  if (lineInfo) no.extra.push_back(lineInfoNvrtcOption());  // in the key through nvrtcOptionList
   rt::CacheKeyParts parts;
   parts.source = ck.cuda;
   for (auto &o : rt::nvrtcOptionList(no)) parts.options += o + "\n";

@@ -14,8 +14,17 @@ struct EmittedKernel {
   KernelInfo info;      // symbol, parameters, launch shape
 };
 
+struct EmitOptions {
+  // `#line N "file.qla"` before the code of every statement (and a directive
+  // back to the generated file for the kernel's scaffolding), so that NVRTC's
+  // line info (-lineinfo) and its diagnostics name .qla lines. Off: a comment
+  // `// file.qla:N` per statement instead. The kernel symbol is the same
+  // either way (its hash is taken over the text without directives).
+  bool lineDirectives = false;
+};
+
 // Fails with an error at the offending op (through the MLIR diagnostic
 // engine) if the kernel holds something the emitter cannot print.
-mlir::LogicalResult emitCuda(mlir::func::FuncOp kernel, EmittedKernel &out);
+mlir::LogicalResult emitCuda(mlir::func::FuncOp kernel, EmittedKernel &out, const EmitOptions &options = {});
 
 }  // namespace qla::compiler

@@ -37,7 +37,7 @@ std::string smemIndex(SharedType t, const std::string &row, const std::string &c
 }
 }  // namespace
 
-Emitter::RegLoop Emitter::openRegLoop(FragType t) {
+Emitter::RegLoop Emitter::openRegLoop(FragType t, const std::vector<std::string> &names) {
   RegLoop l;
   l.reg = fresh("r");
   const FragLayout lay = FragLayout::of(t);
@@ -47,7 +47,10 @@ Emitter::RegLoop Emitter::openRegLoop(FragType t) {
   std::vector<std::string> idx = lay.indexText(l.reg);
   static const char *const names2[] = {"row", "col"};
   for (size_t d = 0; d < idx.size(); ++d)
-    l.idx.push_back(declareStr("int", idx[d], lay.kind() == FragLayout::Col ? "col" : names2[d]));
+    l.idx.push_back(declareStr("int", idx[d],
+                               d < names.size() && !names[d].empty() ? names[d]
+                               : lay.kind() == FragLayout::Col        ? "col"
+                                                                      : names2[d]));
   return l;
 }
 
@@ -105,7 +108,7 @@ LogicalResult Emitter::emitAllocFrag(AllocFragOp op) {
   auto t = op.getType();
   if (!t.hasLayout()) return op.emitOpError("fragment has no layout (run qla-infer-layouts)");
   int64_t n = t.getRegsPerThread();
-  std::string nm = fresh("frag");
+  std::string nm = fresh(prefixFor(op.getResult(), "frag"));
   if (is16(t.getElementType())) line(fmt::format("qla::dev::u32 {}[{}];", nm, n / 2));
   else line(fmt::format("{} {}[{}];", cType(t.getElementType()), nm, n));
   bind(op.getResult(), nm);
@@ -464,7 +467,11 @@ LogicalResult Emitter::emitParallel(ParallelOp op) {
       return o.emitOpError("fragments of one map must share a layout");
   }
   if (!driver) return op.emitOpError("a map must access at least one fragment of its full rank");
-  RegLoop l = openRegLoop(driver);
+  // The indices carry the map's names (`parallel i, j`); a 1-D map over a
+  // 2-D layout cannot happen (the driver has the map's rank).
+  std::vector<std::string> idxNames;
+  for (BlockArgument a : body.getArguments()) idxNames.push_back(sourceName(a.getLoc()));
+  RegLoop l = openRegLoop(driver, idxNames);
   for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
     if (ext.size() == 1) bind(arg, l.idx[0]);
     else bind(arg, l.idx[i]);
@@ -474,6 +481,7 @@ LogicalResult Emitter::emitParallel(ParallelOp op) {
     return vectorRegFor(t, driver, l.reg);
   };
   for (Operation &o : body) {
+    setPosition(o.getLoc());
     if (auto r = dyn_cast<ElemReadOp>(o)) {
       if (r.getResult().getType().isIndex())
         declare(r.getResult(), "int", fmt::format("{}[{}]", name(r.getFrag()), regFor(r.getFrag().getType())), "el");

@@ -1,6 +1,8 @@
 // CUDA emitter: kernel frame, scalar arithmetic, control flow, barriers, TMA.
 #include "compiler/emit/EmitterCore.h"
 
+#include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <cstdio>
 
@@ -47,9 +49,66 @@ Swizzle swizzleOf(unsigned bytes) {
 }
 }  // namespace
 
-void Emitter::line(const std::string &s) { body_ += std::string(indent_ * 2, ' ') + s + "\n"; }
+void Emitter::line(const std::string &s) { lines_.push_back({std::string(indent_ * 2, ' ') + s, curFile_, curLine_}); }
 
-std::string Emitter::fresh(const std::string &prefix) { return prefix + "_" + std::to_string(counter_++); }
+// Every generated name ends in _<counter>: no C++ keyword, CUDA built-in,
+// runtime name (qla_*, qla::dev) or scaffolding name (`i`, `w_`, `a0`) has
+// that form, so only the kernel's own parameters (bare .qla names) can clash.
+std::string Emitter::fresh(const std::string &prefix) {
+  std::string n;
+  do n = prefix + "_" + std::to_string(counter_++);
+  while (reserved_.count(n));
+  return n;
+}
+
+// A .qla identifier ([A-Za-z_][A-Za-z0-9_]*) as the stem of a C++ name: runs
+// of underscores become one and none leads or trails, so that the name with
+// its `_N` suffix never holds `__` nor starts with `_` (reserved in C++).
+static std::string identifierStem(StringRef s) {
+  std::string r;
+  for (char c : s) {
+    char k = (isalnum((unsigned char)c) || c == '_') ? c : '_';
+    if (k == '_' && (r.empty() || r.back() == '_')) continue;
+    r += k;
+  }
+  while (!r.empty() && r.back() == '_') r.pop_back();
+  if (!r.empty() && isdigit((unsigned char)r[0])) r.clear();
+  return r;
+}
+
+std::string Emitter::sourceName(Location loc) {
+  if (auto n = dyn_cast<NameLoc>(loc)) return identifierStem(n.getName().getValue());
+  if (auto f = dyn_cast<FusedLoc>(loc))
+    for (Location l : f.getLocations())
+      if (std::string n = sourceName(l); !n.empty()) return n;
+  return "";
+}
+
+std::string Emitter::prefixFor(Value v, const std::string &fallback) {
+  std::string n;
+  if (auto a = dyn_cast<BlockArgument>(v)) n = sourceName(a.getLoc());
+  else if (Operation *def = v.getDefiningOp()) n = sourceName(def->getLoc());
+  return n.empty() ? fallback : n;
+}
+
+// The file:line of a location: the file position itself, or inside a name,
+// a fusion (the first with a position) or a call site (the callee).
+static FileLineColLoc filePosition(Location loc) {
+  if (auto f = dyn_cast<FileLineColLoc>(loc)) return f;
+  if (auto n = dyn_cast<NameLoc>(loc)) return filePosition(n.getChildLoc());
+  if (auto c = dyn_cast<CallSiteLoc>(loc)) return filePosition(c.getCallee());
+  if (auto f = dyn_cast<FusedLoc>(loc))
+    for (Location l : f.getLocations())
+      if (auto p = filePosition(l)) return p;
+  return {};
+}
+
+void Emitter::setPosition(Location loc) {
+  if (auto p = filePosition(loc); p && p.getLine()) {
+    curFile_ = p.getFilename().str();
+    curLine_ = p.getLine();
+  }
+}
 
 std::string Emitter::name(Value v) {
   auto it = names_.find(v);
@@ -59,7 +118,7 @@ std::string Emitter::name(Value v) {
 
 std::string Emitter::declare(Value v, const std::string &type, const std::string &expr,
                              const std::string &prefix) {
-  std::string n = fresh(prefix);
+  std::string n = fresh(prefixFor(v, prefix));
   line(fmt::format("const {} {} = {};", type, n, expr));
   bind(v, n);
   return n;
@@ -96,6 +155,64 @@ void Emitter::noteLocation(Operation *op) {
   if (!loc || loc.getLine() == lastLine_) return;
   lastLine_ = loc.getLine();
   line(fmt::format("// {}:{}", file_, loc.getLine()));
+  lines_.back().comment = true;
+}
+
+namespace {
+std::string quoted(const std::string &s) {
+  std::string r = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') r += '\\';
+    r += c;
+  }
+  return r + "\"";
+}
+// A line that holds no code: nothing to attribute, no directive needed.
+bool holdsNoCode(const std::string &t) {
+  size_t b = t.find_first_not_of(' ');
+  return b == std::string::npos || t.compare(b, 2, "//") == 0 || t.compare(b, 7, "#pragma") == 0;
+}
+}  // namespace
+
+// With directives: before each line of code whose .qla position is not the
+// one the preprocessor would give it anyway, `#line N` (with the file name
+// when it changes); scaffolding after .qla code gets `#line P "<symbol>.cu"`,
+// its physical line in the generated file (NVRTC's program name). Every line
+// of a statement's code names the statement's line, so each needs its own
+// directive. Without: the text as it always was, comments included.
+std::string Emitter::renderBody(bool directives, unsigned firstLine, const std::string &generatedFile) const {
+  std::string out;
+  if (!directives) {
+    for (const Line &l : lines_) out += l.text + "\n";
+    return out;
+  }
+  unsigned phys = firstLine;  // physical line number of the next line appended
+  bool mapped = false;        // the presumed position is a .qla line
+  std::string file;
+  unsigned expect = 0;        // the presumed line number of the next line
+  auto put = [&](const std::string &t) {
+    out += t;
+    out += '\n';
+    ++phys;
+    ++expect;
+  };
+  for (const Line &l : lines_) {
+    if (l.comment) continue;
+    if (!holdsNoCode(l.text)) {
+      if (l.src == 0) {
+        if (mapped) put("#line " + std::to_string(phys + 1) + " " + quoted(generatedFile));
+        mapped = false;
+      } else if (!(mapped && file == l.file && expect == l.src)) {
+        const bool sameFile = mapped && file == l.file;
+        put("#line " + std::to_string(l.src) + (sameFile ? "" : " " + quoted(l.file)));
+        mapped = true;
+        file = l.file;
+        expect = l.src;
+      }
+    }
+    put(l.text);
+  }
+  return out;
 }
 
 int Emitter::tensorIndex(Value g) const {
@@ -174,8 +291,15 @@ static std::string binop(Operation *op) {
 }
 
 LogicalResult Emitter::emitOp(Operation *op) {
+  setPosition(op->getLoc());
   // A role's location comment would split its if/else-if chain.
   if (!isa<WarpgroupsOp>(op)) noteLocation(op);
+  LogicalResult r = emitOpCode(op);
+  setPosition(op->getLoc());  // a region's closing brace belongs to its op
+  return r;
+}
+
+LogicalResult Emitter::emitOpCode(Operation *op) {
   auto res = [&](unsigned i = 0) { return op->getResult(i); };
   auto opnd = [&](unsigned i) { return name(op->getOperand(i)); };
 
@@ -264,7 +388,7 @@ LogicalResult Emitter::emitOp(Operation *op) {
   }
   if (auto f = dyn_cast<scf::ForOp>(op)) {
     if (f.getNumResults()) return op->emitOpError("loops with results are not emitted yet");
-    std::string iv = fresh("i");
+    std::string iv = fresh(prefixFor(f.getInductionVar(), "i"));
     bind(f.getInductionVar(), iv);
     if (op->hasAttr("qla.unroll")) line("#pragma unroll");
     line(fmt::format("for (int {0} = {1}; {0} < {2}; {0} += {3}) {{", iv, name(f.getLowerBound()),
@@ -301,7 +425,7 @@ LogicalResult Emitter::emitOp(Operation *op) {
   if (auto a = dyn_cast<AllocSharedOp>(op)) {
     if (!a.getOffset()) return op->emitOpError("has no arena offset (run qla-assign-resources)");
     std::string t = dtypeCType(a.getType().getElementType());
-    std::string n = fresh("smem");
+    std::string n = fresh(prefixFor(res(), "smem"));
     line(fmt::format("{0}* const {1} = reinterpret_cast<{0}*>(qla_smem + {2});", t, n, *a.getOffset()));
     bind(res(), n);
     return success();
@@ -319,7 +443,7 @@ LogicalResult Emitter::emitOp(Operation *op) {
   if (auto o = dyn_cast<FragPickOp>(op)) return emitFragPick(o);
   if (auto o = dyn_cast<GlobalReadOp>(op)) return emitGlobalRead(o);
   if (auto v = dyn_cast<VarOp>(op)) {
-    std::string n = fresh("var");
+    std::string n = fresh(prefixFor(res(), "var"));
     line(fmt::format("{} {} = {};", cType(v.getInit().getType()), n, name(v.getInit())));
     bind(res(), n);
     return success();
@@ -337,7 +461,7 @@ LogicalResult Emitter::emitOp(Operation *op) {
   if (auto s = dyn_cast<SlotOp>(op)) {
     auto t = s.getType();
     std::string ty = dtypeCType(t.getElementType());
-    std::string n = fresh("slot");
+    std::string n = fresh(prefixFor(res(), prefixFor(s.getBuffer(), "slot")));
     line(fmt::format("{}* const {} = {} + {} * {};", ty, n, name(s.getBuffer()), name(s.getSlot()), t.getNumElements()));
     bind(res(), n);
     return success();
@@ -412,7 +536,9 @@ LogicalResult Emitter::emitOp(Operation *op) {
     std::string cond = fmt::format("qla_wg >= {} && qla_wg <= {}", wg.getWgBegin(), wg.getWgEnd());
     if (chained) {
       // Reopen: the previous role's closing brace becomes "} else if".
-      body_.resize(body_.size() - (indent_ * 2 + 2));
+      while (!lines_.empty() && lines_.back().comment) lines_.pop_back();
+      assert(!lines_.empty() && lines_.back().text == std::string(indent_ * 2, ' ') + "}");
+      lines_.pop_back();
       line(fmt::format("}} else if ({}) {{  // role {}", cond, wg.getName().str()));
     } else {
       line(fmt::format("if ({}) {{  // role {}", cond, wg.getName().str()));
@@ -484,6 +610,7 @@ LogicalResult Emitter::emitKernel() {
   int tensorCount = 0;
   for (auto [i, arg] : llvm::enumerate(entry.getArguments())) {
     std::string n = sanitize(cast<StringAttr>(argNames[i]).getValue());
+    reserved_.insert(n);
     if (auto g = dyn_cast<GlobalType>(arg.getType())) {
       TensorArgInfo t;
       t.name = n;
@@ -574,7 +701,8 @@ LogicalResult Emitter::emitKernel() {
   std::string sig;
   for (size_t i = 0; i < decls.size(); ++i) sig += "    " + decls[i] + (i + 1 < decls.size() ? ",\n" : "");
   std::string kernelName = sanitize(fn_.getSymName());
-  std::string hash = hex64(llvm::xxh3_64bits(sig + body_ + std::to_string(threads)));
+  // The symbol hashes the text without directives: the same with and without them.
+  std::string hash = hex64(llvm::xxh3_64bits(sig + renderBody(false, 0, "") + std::to_string(threads)));
   info_.name = "qla_" + kernelName + "_" + hash;
 
   std::string s;
@@ -600,8 +728,13 @@ LogicalResult Emitter::emitKernel() {
   s += "  const int qla_lane = qla::dev::lane_index();\n";
   s += "  const int qla_wgl = qla_wg;\n";
   s += "  (void)qla_smem; (void)qla_warp; (void)qla_lane; (void)qla_wgl;\n";
-  s += body_;
-  s += "}\n";
+  const unsigned firstLine = 1 + (unsigned)std::count(s.begin(), s.end(), '\n');
+  // The kernel's closing brace (its exit) is scaffolding.
+  curFile_.clear();
+  curLine_ = 0;
+  indent_ = 0;
+  line("}");
+  s += renderBody(lineDirectives_, firstLine, info_.name + ".cu");
   source_ = std::move(s);
   return success();
 }

@@ -2,6 +2,7 @@
 // control flow, barriers, TMA) and EmitFragments.cpp (fragments and wgmma).
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -13,7 +14,8 @@ namespace qla::compiler {
 
 class Emitter {
  public:
-  Emitter(mlir::func::FuncOp fn, KernelInfo &info) : fn_(fn), info_(info) {}
+  Emitter(mlir::func::FuncOp fn, KernelInfo &info, bool lineDirectives = false)
+      : fn_(fn), info_(info), lineDirectives_(lineDirectives) {}
   mlir::LogicalResult emitKernel();
   std::string takeSource() { return std::move(source_); }
 
@@ -21,13 +23,20 @@ class Emitter {
   void line(const std::string &s);
   std::string fresh(const std::string &prefix);
   std::string name(mlir::Value v);
+  // The .qla name the front end attached to a location (a NameLoc, see
+  // IRGen::named), as a C++ identifier stem; empty when there is none.
+  static std::string sourceName(mlir::Location loc);
+  // The source name of the op defining `v` (or of the block argument), else
+  // `fallback`: the prefix for fresh().
+  static std::string prefixFor(mlir::Value v, const std::string &fallback);
   void bind(mlir::Value v, const std::string &n) { names_[v] = n; }
   std::string declare(mlir::Value v, const std::string &type, const std::string &expr,
                       const std::string &prefix = "v");
   static std::string cType(mlir::Type t);
   static std::string dtypeCType(mlir::Type t);  // storage type for tiles/tensors
   mlir::LogicalResult emitBlock(mlir::Block &b);
-  mlir::LogicalResult emitOp(mlir::Operation *op);
+  mlir::LogicalResult emitOp(mlir::Operation *op);      // position, comment, then emitOpCode
+  mlir::LogicalResult emitOpCode(mlir::Operation *op);
   void noteLocation(mlir::Operation *op);
 
   // The warpgroup range executing the current code (role, else the block).
@@ -83,7 +92,8 @@ class Emitter {
     std::string reg;             // loop variable (register index)
     std::vector<std::string> idx;  // tile indices (row[, col]) of that register
   };
-  RegLoop openRegLoop(mlir::qla::FragType t);
+  // `names`: source names of the indices (a map's `parallel i, j`), else row/col.
+  RegLoop openRegLoop(mlir::qla::FragType t, const std::vector<std::string> &names = {});
   void closeLoop();
   // The group's threads stride over the elements of a shared tile: emits the
   // loop header; returns the (row, col) (or (col)) index variables.
@@ -98,9 +108,24 @@ class Emitter {
  private:
   mlir::func::FuncOp fn_;
   KernelInfo &info_;
-  std::string body_, source_;
+  bool lineDirectives_ = false;
+  std::string source_;
+  // The body, a line at a time with the .qla position it came from (line 0:
+  // generated scaffolding), rendered with comments or #line directives.
+  struct Line {
+    std::string text;
+    std::string file;
+    unsigned src = 0;
+    bool comment = false;  // a `// file.qla:N` comment (not printed with directives)
+  };
+  std::vector<Line> lines_;
+  std::string curFile_;
+  unsigned curLine_ = 0;
+  void setPosition(mlir::Location loc);
+  std::string renderBody(bool directives, unsigned firstLine, const std::string &generatedFile) const;
   int indent_ = 1;
   int counter_ = 0;
+  std::set<std::string> reserved_;  // kernel parameter names: fresh() never returns one
   llvm::DenseMap<mlir::Value, std::string> names_;
   std::vector<Group> groups_;
   unsigned lastLine_ = 0;

@@ -33,6 +33,19 @@ class IRGen {
   Location loc(const fe::SourceLoc &l) {
     return FileLineColLoc::get(ctx_, l.file.empty() ? file_ : l.file, l.line, l.col);
   }
+  // The location with the source name of what it defines: the emitter names
+  // the C++ variable after it (`acc_19`), see docs/internals.md.
+  Location named(Location l, StringRef name) {
+    return name.empty() ? l : (Location)NameLoc::get(StringAttr::get(ctx_, name), l);
+  }
+  // Names the op that computes a `let`'s value, unless it already has a name
+  // (`let b = a`) or is not an op of its own (a block argument, a constant the
+  // emitter prints as a literal).
+  void nameValue(Value v, StringRef name) {
+    Operation *def = v.getDefiningOp();
+    if (!def || def->getNumResults() != 1 || isa<NameLoc>(def->getLoc()) || isa<arith::ConstantOp>(def)) return;
+    def->setLoc(named(def->getLoc(), name));
+  }
   void error(const fe::SourceLoc &l, const Twine &msg) {
     emitError(loc(l)) << msg;
     failed_ = true;
@@ -328,18 +341,20 @@ void IRGen::genStmt(const fe::Stmt &s) {
     case SK::Let: {
       auto &let = static_cast<const fe::LetDecl &>(s);
       Value v = genExpr(*let.init);
-      if (v) values_[static_cast<const fe::Decl *>(&let)] = v;
+      if (!v) return;
+      nameValue(v, let.name);
+      values_[static_cast<const fe::Decl *>(&let)] = v;
       return;
     }
     case SK::Shared: {
       auto &sh = static_cast<const fe::SharedDecl &>(s);
-      auto op = AllocSharedOp::create(b_, l, tileType(sh), b_.getI64IntegerAttr(1), IntegerAttr());
+      auto op = AllocSharedOp::create(b_, named(l, sh.name), tileType(sh), b_.getI64IntegerAttr(1), IntegerAttr());
       values_[static_cast<const fe::Decl *>(&sh)] = op;
       return;
     }
     case SK::Frag: {
       auto &fr = static_cast<const fe::FragDecl &>(s);
-      Value v = AllocFragOp::create(b_, l, tileType(fr));
+      Value v = AllocFragOp::create(b_, named(l, fr.name), tileType(fr));
       values_[static_cast<const fe::Decl *>(&fr)] = v;
       genFragInit(v, fr.init, s.loc);
       return;
@@ -368,6 +383,7 @@ void IRGen::genStmt(const fe::Stmt &s) {
       Value one = arith::ConstantIndexOp::create(b_, l, 1);
       auto loop = scf::ForOp::create(b_, l, lo, hi, one);
       if (f.unroll) loop->setAttr("qla.unroll", b_.getUnitAttr());
+      loop.getInductionVar().setLoc(named(l, f.var->name));
       values_[f.var.get()] = loop.getInductionVar();
       OpBuilder::InsertionGuard guard(b_);
       b_.setInsertionPoint(loop.getBody()->getTerminator());
@@ -380,7 +396,7 @@ void IRGen::genStmt(const fe::Stmt &s) {
       if (!lo || !hi) return;
       auto op = PipelineOp::create(b_, l, lo, hi, b_.getI64IntegerAttr(p.numStages));
       OpBuilder::InsertionGuard guard(b_);
-      Block *body = b_.createBlock(&op.getBody(), {}, {b_.getIndexType()}, {l});
+      Block *body = b_.createBlock(&op.getBody(), {}, {b_.getIndexType()}, {named(l, p.var->name)});
       values_[p.var.get()] = body->getArgument(0);
       b_.setInsertionPointToEnd(body);
       genBlock(p.body);
@@ -391,7 +407,8 @@ void IRGen::genStmt(const fe::Stmt &s) {
       auto &p = static_cast<const fe::ParallelStmt &>(s);
       auto op = ParallelOp::create(b_, l, b_.getDenseI64ArrayAttr(p.shape));
       SmallVector<Type> types(p.shape.size(), b_.getIndexType());
-      SmallVector<Location> locs(p.shape.size(), l);
+      SmallVector<Location> locs;
+      for (auto &v : p.vars) locs.push_back(named(l, v->name));
       OpBuilder::InsertionGuard guard(b_);
       Block *body = b_.createBlock(&op.getBody(), {}, types, locs);
       for (auto [i, v] : llvm::enumerate(p.vars)) values_[v.get()] = body->getArgument(i);
@@ -464,7 +481,7 @@ void IRGen::genStmt(const fe::Stmt &s) {
       auto &v = static_cast<const fe::VarDecl &>(s);
       Value init = genExpr(*v.init);
       if (!init) return;
-      auto op = VarOp::create(b_, l, VarType::get(ctx_, init.getType()), init);
+      auto op = VarOp::create(b_, named(l, v.name), VarType::get(ctx_, init.getType()), init);
       values_[static_cast<const fe::Decl *>(&v)] = op;
       return;
     }
@@ -491,6 +508,8 @@ void IRGen::genStmt(const fe::Stmt &s) {
       auto ct = cast<ChannelType>(ch.getType());
       Operation *op = ss.isPut() ? PutOp::create(b_, l, ch).getOperation() : GetOp::create(b_, l, ch).getOperation();
       SmallVector<Location> locs(ct.getSlotTypes().size(), l);
+      for (auto [i, bnd] : llvm::enumerate(ss.bindings))
+        if (i < locs.size()) locs[i] = named(l, bnd->name);
       OpBuilder::InsertionGuard guard(b_);
       Block *body = b_.createBlock(&op->getRegion(0), {}, ct.getSlotTypes(), locs);
       for (auto [i, bnd] : llvm::enumerate(ss.bindings)) values_[bnd.get()] = body->getArgument(i);
@@ -543,7 +562,8 @@ LogicalResult IRGen::build(const fe::KernelDecl &k, ModuleOp module) {
   for (auto &d : k.dims) values_[d.get()] = entry->getArgument(a++);
   for (auto *s : k.scalars) {
     Value v = entry->getArgument(a++);
-    if (s->dtype == DType::I32) v = arith::IndexCastOp::create(b_, fn.getLoc(), b_.getIndexType(), v);
+    if (s->dtype == DType::I32)
+      v = arith::IndexCastOp::create(b_, named(fn.getLoc(), s->name), b_.getIndexType(), v);
     values_[s] = v;
   }
   genBlock(k.body);

@@ -27,6 +27,10 @@ const char *kUsage =
     "  --kernel NAME          the kernel to compile when the file has several\n"
     "  -o FILE                write the output to FILE\n"
     "  --arch ARCH            NVRTC target (default sm_90a)\n"
+    "  --line-info            map the CUDA to .qla lines (#line directives) and\n"
+    "                         put line info into the PTX/cubin (NVRTC\n"
+    "                         --generate-line-info), for compute-sanitizer and\n"
+    "                         ncu's source view\n"
     "  --print-ir-after-all   print the IR after every pass to stderr\n"
     "  --ptxas-verbose        print ptxas' register/spill report (ptx, cubin)\n"
     "  --version              print the QLA and NVRTC versions\n"
@@ -86,6 +90,8 @@ int main(int argc, char **argv) {
       const char *v = next("--kernel");
       if (!v) return fail("--kernel needs a name");
       opts.kernel = v;
+    } else if (a == "--line-info") {
+      opts.lineInfo = true;
     } else if (a == "--print-ir-after-all") {
       opts.printIrAfterAll = true;
     } else if (a == "--ptxas-verbose") {
@@ -131,6 +137,7 @@ int main(int argc, char **argv) {
     qla::rt::NvrtcOptions no;
     no.arch = arch;
     if (ptxasVerbose) no.extra.push_back("--ptxas-options=-v");
+    if (opts.lineInfo) no.extra.push_back(qla::lineInfoNvrtcOption());
     qla::rt::NvrtcResult r = qla::rt::compileCuda(ck.cuda, ck.info.name, no);
     if (!r.ok) {
       std::cerr << input << ": error: " << r.error << "\n";

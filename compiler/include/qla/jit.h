@@ -33,6 +33,11 @@ struct JitOptions {
   std::string kernel;              // which kernel of the file (empty: the only one)
   std::string arch;                // empty: the GPU's (sm_90a on Hopper), else sm_90a
   std::vector<std::string> nvrtcOptions;  // extra NVRTC options
+  // .qla line info (CompileOptions::lineInfo + NVRTC --generate-line-info):
+  // compute-sanitizer and ncu then point at .qla lines. Also turned on for
+  // every JIT compile by QLA_LINE_INFO=1 (lineInfoFromEnvironment). Part of
+  // the cache key (the CUDA text and the NVRTC options both change).
+  bool lineInfo = false;
   rt::KernelCache *cache = nullptr;       // null: rt::KernelCache::global()
 };
 
@@ -58,6 +63,9 @@ class JitKernel {
 };
 
 JitKernel jitCompileString(const std::string &source, const std::string &filename, const JitOptions &options);
+// QLA_LINE_INFO: 1/on/true/yes → true; unset, empty, 0/off/false/no → false
+// (read on every call; anything else also means true).
+bool lineInfoFromEnvironment();
 JitKernel jitCompileFile(const std::string &path, const JitOptions &options);
 
 }  // namespace qla

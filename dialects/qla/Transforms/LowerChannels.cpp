@@ -16,6 +16,13 @@ using namespace mlir::qlanv;
 
 namespace {
 
+// `l`, carrying the source name of a put/get binding (`put ab -> (a, b)`) if
+// the front end gave it one: the emitter names the slot's pointer after it.
+Location namedAs(Value arg, Location l) {
+  if (auto n = dyn_cast<NameLoc>(cast<BlockArgument>(arg).getLoc())) return NameLoc::get(n.getName(), l);
+  return l;
+}
+
 // Named barrier id and thread count for the threads that execute `op`:
 // its role's warpgroups (ids 1.. per role), else the whole block (id 0).
 std::pair<int64_t, int64_t> groupBarrier(Operation *op) {
@@ -149,7 +156,7 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
       BarrierExpectTxOp::create(eb, l, full, slot, eb.getI64IntegerAttr(slotBytes));
       IRMapping map;
       for (auto [arg, buf] : llvm::zip(put.getBody().front().getArguments(), buffers))
-        map.map(arg, SlotOp::create(eb, l, buf.getType(), buf, slot).getResult());
+        map.map(arg, SlotOp::create(eb, namedAs(arg, l), buf.getType(), buf, slot).getResult());
       for (Operation &op : put.getBody().front().without_terminator()) {
         if (auto load = dyn_cast<LoadOp>(op)) {
           if (!load.getLimits().empty())
@@ -177,7 +184,7 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
       BarrierWaitOp::create(b, l, full, slot, phase);
       IRMapping map;
       for (auto [arg, buf] : llvm::zip(get.getBody().front().getArguments(), buffers))
-        map.map(arg, SlotOp::create(b, l, buf.getType(), buf, slot).getResult());
+        map.map(arg, SlotOp::create(b, namedAs(arg, l), buf.getType(), buf, slot).getResult());
       for (Operation &op : get.getBody().front().without_terminator()) b.clone(op, map);
       // Gemms in the body are waited on (wgmma_wait) before this point once
       // lowered, so the slot's tiles are no longer read.

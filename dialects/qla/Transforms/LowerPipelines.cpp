@@ -128,6 +128,7 @@ struct LowerPipelines : ::mlir::qla::impl::QlaLowerPipelinesBase<LowerPipelines>
     auto loop = scf::ForOp::create(b, l, lb, ub, one);
     OpBuilder lbld = OpBuilder::atBlockBegin(loop.getBody());
     Value k = loop.getInductionVar();
+    k.setLoc(cast<BlockArgument>(iv).getLoc());  // keeps the source name (`for k in`) for the emitter
     Value slot = RingSlotOp::create(lbld, l, lbld.getIndexType(), ring);
     Value phase = RingPhaseOp::create(lbld, l, lbld.getI32Type(), ring);
     BarrierWaitOp::create(lbld, l, full, slot, phase);

@@ -15,7 +15,15 @@ struct CompileOptions {
   std::string kernel;            // which kernel of the file; empty: the file's only kernel
   bool printIrAfterAll = false;  // print the IR after every pass to stderr
   bool frontEndOnly = false;     // stop after building the tile-level IR (tileIr only)
+  // Map the CUDA to .qla lines: `#line N "file.qla"` before the code of every
+  // statement (instead of `// file.qla:N` comments). Pass `--generate-line-info`
+  // to NVRTC as well (lineInfoNvrtcOption) to get the line table into the
+  // cubin, for compute-sanitizer and ncu's source view. Off by default.
+  bool lineInfo = false;
 };
+
+// The NVRTC option that puts line info into the cubin (same as nvcc -lineinfo).
+inline const char *lineInfoNvrtcOption() { return "--generate-line-info"; }
 
 struct CompiledKernel {
   std::string tileIr;     // the qla dialect as the front end built it
