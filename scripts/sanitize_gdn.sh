@@ -24,7 +24,7 @@
 #                   kernels; the remaining launches run unchecked)
 #   --logs          where the logs go (default build-sanitize/)
 #
-# Environment (the caller's values win): PYTHONPATH=python,
+# Environment (the caller's values win): QLA_LINE_INFO=1, PYTHONPATH=python,
 # QLA_LIBRARY=build/compiler/libqla.so (relative to the repository root, or to
 # the current directory if the file is there), PYTHON=python3,
 # COMPUTE_SANITIZER=/usr/local/cuda/bin/compute-sanitizer (else PATH),
@@ -94,6 +94,9 @@ if [[ -n $logdir && $logdir != /* ]]; then logdir=$PWD/$logdir; fi
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 export PYTHONPATH=${PYTHONPATH:-python}
 export QLA_LIBRARY=${QLA_LIBRARY:-build/compiler/libqla.so}
+# Line info in the JIT's cubins (docs/internals.md, "Names and lines"), so
+# that reports name .qla lines; QLA_LINE_INFO=0 turns it off.
+export QLA_LINE_INFO=${QLA_LINE_INFO:-1}
 PY=${PYTHON:-python3}
 PRINT_LIMIT=${QLA_SAN_PRINT_LIMIT:-20}
 NO_CACHING=${QLA_SAN_NO_CACHING:-1}
