@@ -133,6 +133,8 @@ def build_cases():
     cases.append(C(lens=L, h0=True, dht=True))
     cases.append(C(lens=L, cu_dtype="i64", gates="harsh", l2=True))
     cases.append(C(lens=[1, 1, 2, 63, 1], Hqk=1, Hv=3, h0=True, dht=True))
+    cases.append(C(lens=[64, 1, 129, 0, 70], h0=True, dht=True, seg=1))  # an empty sequence, 1-chunk segments
+    cases.append(C(lens=[0, 100, 0], h0=True, dht=True))
     for grp in (1, 2, 3, 4):
         cases.append(C(B=1, T=200, Hqk=2, Hv=2 * grp, h0=grp % 2 == 0, dht=grp > 2, l2=grp == 3))
     cases.append(C(B=2, T=333, l2=True, h0=True, dht=True))
