@@ -188,3 +188,9 @@ try:  # the GDN operator (torch is imported only when it is called)
     __all__.append("chunk_gated_delta_rule")
 except ImportError:  # pragma: no cover
     pass
+
+try:  # the simple-GLA forward (torch is imported only when it is called)
+    from .gla import chunk_simple_gla  # noqa: E402
+    __all__.append("chunk_simple_gla")
+except ImportError:  # pragma: no cover
+    pass

@@ -137,6 +137,22 @@ def main():
               rc == 0 and lines[:1] == ["warm"], out + err)
         check("gdn.warmup with a bad dtype name: QlaError naming it",
               len(lines) == 2 and "'f64' is not a dtype name" in lines[1], out + err)
+
+        # 7. The simple-GLA operator (kernels/gla) the same way.
+        code = ("import qla\n"
+                "from qla import gla\n"
+                "assert qla.chunk_simple_gla is gla.chunk_simple_gla\n"
+                "gla.warmup('f16', 64, 128, varlen=True, cu_dtype='i64', initial_state=True, output_final_state=True)\n"
+                "print('warm')\n"
+                "try:\n"
+                "    gla.warmup('f32', 64, 64)\n"
+                "except qla.QlaError as e:\n"
+                "    print(e)\n")
+        rc, out, err = run(["-c", code], site, outside, QLA_CACHE_DIR=cache)
+        lines = out.splitlines()
+        check("gla.warmup compiles without torch or a GPU", rc == 0 and lines[:1] == ["warm"], out + err)
+        check("gla.warmup with an unsupported dtype: QlaError naming it",
+              len(lines) == 2 and "warmup: dtype f32 is not bf16 or f16" in lines[1], out + err)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print("ALL PASS" if failures == 0 else f"{failures} FAILED")

@@ -1,0 +1,318 @@
+// The simple-GLA forward operator: the contract of its arguments, the kernel
+// specializations, the launch plan and the launch, on the shared operator
+// layer of kernels/common (qla::op). See qla/gla.h, kernels/gla/KERNELS.md
+// and docs/tutorial.md.
+#include "qla/gla.h"
+
+#include <cmath>
+#include <mutex>
+#include <sstream>
+
+#include "qla/jit.h"
+#include "qla/op/Device.h"
+#include "qla/op/Error.h"
+#include "qla/op/KernelRegistry.h"
+#include "qla/op/Launch.h"
+#include "qla/op/Tensor.h"
+
+namespace qla::gla {
+namespace detail {
+const std::vector<std::pair<std::string, std::string>> &embeddedKernelTable();  // generated
+
+constexpr const char *kOp = "chunk_simple_gla: ";
+constexpr const char *kContractDoc = "kernels/gla/KERNELS.md";
+constexpr const char *kForwardFile = "gla_fwd.qla";
+constexpr const char *kSourceDir = "kernels/gla/";  // the compiler sees kernels/gla/<file>
+
+using op::dims;
+
+[[noreturn]] void fail(const std::string &msg) { throw Error(kOp + msg); }
+
+template <class F>
+decltype(auto) guarded(F &&f) {
+  return op::rethrowAs<Error>(kOp, std::forward<F>(f));
+}
+
+op::TensorView view(const TensorRef &t) { return {t.data, t.dtype, t.shape, t.strides}; }
+rt::TensorArg arg(const TensorRef &t) { return op::launchArg(view(t)); }
+bool isHalf(DType d) { return d == DType::BF16 || d == DType::F16; }
+
+std::vector<op::NamedTensor> namedTensors(const ForwardParams &p) {
+  std::vector<op::NamedTensor> v = {{"q", view(p.q), false},
+                                    {"k", view(p.k), false},
+                                    {"v", view(p.v), false},
+                                    {"g", view(p.g), false},
+                                    {"o", view(p.o), true}};
+  if (p.initial_state) v.push_back({"initial_state", view(*p.initial_state), false});
+  if (p.final_state) v.push_back({"final_state", view(*p.final_state), true});
+  if (p.cu_seqlens) v.push_back({"cu_seqlens", view(*p.cu_seqlens), false});
+  return v;
+}
+
+// The contract of the arguments (validateForward).
+void validate(const ForwardParams &p) {
+  if (!isHalf(p.q.dtype)) fail(std::string("q has dtype ") + dtypeName(p.q.dtype) + "; expected bf16 or f16");
+  op::checkBasic("q", view(p.q), 4, "[B, T, Hqk, K]");
+  if (p.k.dtype != p.q.dtype)
+    fail(std::string("k has dtype ") + dtypeName(p.k.dtype) + " but q has " + dtypeName(p.q.dtype));
+  op::checkBasic("k", view(p.k), 4, "[B, T, Hqk, K]");
+  if (p.k.shape != p.q.shape) fail("k has shape " + dims(p.k.shape) + " but q has shape " + dims(p.q.shape));
+  if (p.v.dtype != p.q.dtype)
+    fail(std::string("v has dtype ") + dtypeName(p.v.dtype) + " but q has " + dtypeName(p.q.dtype));
+  op::checkBasic("v", view(p.v), 4, "[B, T, H, V]");
+  const int64_t B = p.q.shape[0], T = p.q.shape[1], Hqk = p.q.shape[2], K = p.q.shape[3];
+  if (p.v.shape[0] != B || p.v.shape[1] != T)
+    fail("v has shape " + dims(p.v.shape) + " but q has shape " + dims(p.q.shape) + " (B and T must match)");
+  const int64_t H = p.v.shape[2], V = p.v.shape[3];
+  if (H % Hqk != 0)
+    fail("v has " + std::to_string(H) + " heads, not a multiple of the " + std::to_string(Hqk) + " q/k heads");
+  if (K != 64 && K != 128) fail("K = " + std::to_string(K) + " is not supported (64 or 128)");
+  if (V != 64 && V != 128) fail("V = " + std::to_string(V) + " is not supported (64 or 128)");
+
+  const std::vector<int64_t> gShape = {B, T, H}, oShape = {B, T, H, V};
+  if (p.g.dtype != DType::F32) fail(std::string("g has dtype ") + dtypeName(p.g.dtype) + "; expected f32");
+  op::checkBasic("g", view(p.g), 3, "[B, T, H]");
+  if (p.g.shape != gShape) fail("g has shape " + dims(p.g.shape) + "; expected [B, T, H] = " + dims(gShape));
+  if (p.o.dtype != p.q.dtype)
+    fail(std::string("o has dtype ") + dtypeName(p.o.dtype) + "; expected " + dtypeName(p.q.dtype) +
+         " (the dtype of q)");
+  op::checkBasic("o", view(p.o), 4, "[B, T, H, V]");
+  if (p.o.shape != oShape) fail("o has shape " + dims(p.o.shape) + "; expected [B, T, H, V] = " + dims(oShape));
+
+  int64_t N = B;
+  if (p.cu_seqlens) {
+    const TensorRef &cu = *p.cu_seqlens;
+    if (cu.dtype != DType::I32 && cu.dtype != DType::I64)
+      fail(std::string("cu_seqlens has dtype ") + dtypeName(cu.dtype) + "; expected i32 or i64");
+    op::checkBasic("cu_seqlens", view(cu), 1, "[N + 1]");
+    if (cu.shape[0] < 2) fail("cu_seqlens must have N + 1 >= 2 entries, got " + std::to_string(cu.shape[0]));
+    if (B != 1) fail("cu_seqlens requires B = 1, got B = " + std::to_string(B));
+    N = cu.shape[0] - 1;
+    if (const int64_t *hc = p.cu_seqlens_host) {
+      if (hc[0] != 0) fail("cu_seqlens[0] must be 0, got " + std::to_string(hc[0]));
+      for (int64_t i = 1; i <= N; ++i)
+        if (hc[i] < hc[i - 1])
+          fail("cu_seqlens must be non-decreasing: cu_seqlens[" + std::to_string(i) + "] = " + std::to_string(hc[i]) +
+               " < cu_seqlens[" + std::to_string(i - 1) + "] = " + std::to_string(hc[i - 1]));
+      if (hc[N] != T)
+        fail("cu_seqlens must end at T = " + std::to_string(T) + ", got cu_seqlens[" + std::to_string(N) +
+             "] = " + std::to_string(hc[N]));
+    }
+  } else if (p.cu_seqlens_host) {
+    fail("cu_seqlens_host is given but cu_seqlens is not");
+  }
+
+  const std::vector<int64_t> sShape = {N, H, K, V};
+  for (const auto &[name, t] :
+       {std::pair<const char *, const std::optional<TensorRef> *>{"initial_state", &p.initial_state},
+        {"final_state", &p.final_state}}) {
+    if (!*t) continue;
+    const TensorRef &s = **t;
+    if (s.dtype != DType::F32) fail(std::string(name) + " has dtype " + dtypeName(s.dtype) + "; expected f32");
+    op::checkBasic(name, view(s), 4, "[N, H, K, V]");
+    if (s.shape != sShape)
+      fail(std::string(name) + " has shape " + dims(s.shape) + "; expected [N, H, K, V] = " + dims(sShape));
+  }
+  if (!std::isnan(p.scale) && !std::isfinite(p.scale)) fail("scale = " + std::to_string(p.scale) + " is not finite");
+
+  // q, k, v are read by TMA (16-byte rows); g, o, the states and cu_seqlens
+  // by plain loads and stores (unit last-dim stride, element alignment; the
+  // kernel's own signature adds what else it needs, checked in the plan).
+  op::checkLayout("q", view(p.q), true);
+  op::checkLayout("k", view(p.k), true);
+  op::checkLayout("v", view(p.v), true);
+  op::checkLayout("g", view(p.g), false);
+  op::checkLayout("o", view(p.o), false);
+  if (p.initial_state) op::checkLayout("initial_state", view(*p.initial_state), false);
+  if (p.final_state) op::checkLayout("final_state", view(*p.final_state), false);
+  if (p.cu_seqlens) {
+    const TensorRef &cu = *p.cu_seqlens;
+    if (cu.shape[0] > 1 && op::stridesOf(view(cu))[0] != 1)
+      fail("cu_seqlens must be contiguous (stride 1); got strides " + dims(op::stridesOf(view(cu))));
+    if (reinterpret_cast<uintptr_t>(cu.data) % uintptr_t(dtypeBytes(cu.dtype)) != 0)
+      fail("cu_seqlens's data pointer " + op::ptrText(cu.data) + " is not " + std::to_string(dtypeBytes(cu.dtype)) +
+           "-byte aligned");
+  }
+  op::checkNoSelfOverlap("o", view(p.o));
+  if (p.final_state) op::checkNoSelfOverlap("final_state", view(*p.final_state));
+  op::checkOutputsDisjoint(namedTensors(p));
+}
+
+op::KernelRegistry &registry() {
+  static op::KernelRegistry r(kSourceDir, [](const std::string &file) { return embeddedKernelSource(file); });
+  return r;
+}
+
+op::KernelSlot &slotFor(const ForwardConfig &c) {
+  KernelSpec s = forwardKernelSpec(c);
+  return registry().slot({s.file, s.defines});
+}
+
+// The kernel's argument list (KERNELS.md).
+op::Signature forwardSignature(const ForwardConfig &c) {
+  const DType dt = c.dtype, f32 = DType::F32;
+  return {{"Q", "Kt", "Vt", "G", "CU", "H0", "O", "HT"},
+          {dt, dt, dt, f32, c.varlen ? c.cuDtype : DType::I32, f32, dt, f32},
+          1};
+}
+
+const op::ArgNames &userNames() {
+  static const op::ArgNames names = {{"Q", "q"},  {"Kt", "k"},           {"Vt", "v"},
+                                     {"G", "g"},  {"CU", "cu_seqlens"},  {"H0", "initial_state"},
+                                     {"O", "o"},  {"HT", "final_state"}};
+  return names;
+}
+
+void checkConfig(const ForwardConfig &c) {
+  if (!isHalf(c.dtype)) fail(std::string("warmup: dtype ") + dtypeName(c.dtype) + " is not bf16 or f16");
+  if ((c.K != 64 && c.K != 128) || (c.V != 64 && c.V != 128))
+    fail("warmup: K = " + std::to_string(c.K) + ", V = " + std::to_string(c.V) + " is not supported (64 or 128)");
+  if (c.varlen && c.cuDtype != DType::I32 && c.cuDtype != DType::I64)
+    fail(std::string("warmup: cu_seqlens dtype ") + dtypeName(c.cuDtype) + " is not i32 or i64");
+}
+
+struct Plan {
+  ForwardConfig config;
+  op::KernelSlot *kernel = nullptr;
+  rt::LaunchArgs args;
+  std::array<int64_t, 3> grid{};
+};
+
+// p validated. Absent optional tensors (and cu_seqlens without varlen) are
+// stood in for by o's pointer with the shape the kernel expects: the
+// specialization has no code that touches them (HAS_H0 = 0, STORE_HT = 0,
+// VARLEN = 0 are compile-time branches), so no workspace is needed.
+Plan buildPlan(const ForwardParams &p) {
+  Plan plan;
+  plan.config = forwardConfig(p);
+  const ForwardConfig &c = plan.config;
+  plan.kernel = &slotFor(c);
+  const KernelInfo &info = registry().compiled(*plan.kernel).info();
+  op::checkSignature(plan.kernel->spec, info, forwardSignature(c), kContractDoc);
+
+  const int64_t B = p.q.shape[0], H = p.v.shape[2], K = p.q.shape[3], V = p.v.shape[3];
+  const int64_t N = c.varlen ? p.cu_seqlens->shape[0] - 1 : B;
+  void *stand = p.o.data;
+  using op::contiguousArg;
+  rt::TensorArg CU = c.varlen ? arg(*p.cu_seqlens) : contiguousArg(stand, {1});
+  rt::TensorArg H0 = c.initialState ? arg(*p.initial_state) : contiguousArg(stand, {N, H, K, V});
+  rt::TensorArg HT = c.finalState ? arg(*p.final_state) : contiguousArg(stand, {N, H, K, V});
+  plan.args.tensors = {arg(p.q), arg(p.k), arg(p.v), arg(p.g), CU, H0, arg(p.o), HT};
+  plan.args.scalars = {std::isnan(p.scale) ? 1.0 / std::sqrt(double(K)) : p.scale};
+  plan.args.stream = p.stream;
+  op::checkAgainstKernel(plan.kernel->spec, info, plan.args, userNames());
+  plan.grid = op::launchGrid(info, plan.args);
+  return plan;
+}
+
+}  // namespace detail
+
+using namespace detail;
+
+void validateForward(const ForwardParams &p) {
+  guarded([&] { validate(p); });
+}
+
+ForwardConfig forwardConfig(const ForwardParams &p) {
+  ForwardConfig c;
+  c.dtype = p.q.dtype;
+  c.K = int(p.q.shape.size() == 4 ? p.q.shape[3] : 0);
+  c.V = int(p.v.shape.size() == 4 ? p.v.shape[3] : 0);
+  c.varlen = p.cu_seqlens.has_value();
+  c.cuDtype = c.varlen ? p.cu_seqlens->dtype : DType::I32;
+  c.initialState = p.initial_state.has_value();
+  c.finalState = p.final_state.has_value();
+  return c;
+}
+
+bool ForwardConfig::operator==(const ForwardConfig &o) const { return str() == o.str(); }
+
+std::string ForwardConfig::str() const {
+  std::ostringstream s;
+  s << "dtype=" << dtypeName(dtype) << " K=" << K << " V=" << V << " varlen=" << varlen;
+  if (varlen) s << " cu=" << dtypeName(cuDtype);
+  s << " initial_state=" << initialState << " final_state=" << finalState;
+  return s.str();
+}
+
+std::vector<ForwardConfig> allForwardConfigs() {
+  std::vector<ForwardConfig> out;
+  for (DType dt : {DType::BF16, DType::F16})
+    for (int K : {64, 128})
+      for (int V : {64, 128})
+        for (int vl : {0, 1, 2})  // dense, varlen i32, varlen i64
+          for (bool h0 : {false, true})
+            for (bool ht : {false, true}) {
+              ForwardConfig c;
+              c.dtype = dt;
+              c.K = K;
+              c.V = V;
+              c.varlen = vl != 0;
+              c.cuDtype = vl == 2 ? DType::I64 : DType::I32;
+              c.initialState = h0;
+              c.finalState = ht;
+              out.push_back(c);
+            }
+  return out;
+}
+
+std::string KernelSpec::str() const { return op::specText(file, defines); }
+
+KernelSpec forwardKernelSpec(const ForwardConfig &c) {
+  KernelSpec s;
+  s.file = kForwardFile;
+  s.defines = {{"DT", dtypeName(c.dtype)},
+               {"CT", dtypeName(c.varlen ? c.cuDtype : DType::I32)},
+               {"DK", std::to_string(c.K)},
+               {"DV", std::to_string(c.V)},
+               {"VARLEN", c.varlen ? "1" : "0"},
+               {"HAS_H0", c.initialState ? "1" : "0"},
+               {"STORE_HT", c.finalState ? "1" : "0"}};
+  return s;
+}
+
+const std::vector<std::pair<std::string, std::string>> &embeddedKernelSources() {
+  return detail::embeddedKernelTable();
+}
+
+const std::string *embeddedKernelSource(const std::string &file) {
+  for (auto &e : detail::embeddedKernelTable())
+    if (e.first == file) return &e.second;
+  return nullptr;
+}
+
+void warmup(const ForwardConfig &c, bool loadOnGpu) {
+  guarded([&] {
+    checkConfig(c);
+    op::KernelSlot &s = slotFor(c);
+    registry().compiled(s);
+    if (loadOnGpu && rt::gpuAvailable()) registry().loaded(s, op::currentOrPrimaryContext());
+  });
+}
+
+LaunchPlan planForward(const ForwardParams &p) {
+  return guarded([&] {
+    validate(p);
+    Plan plan = buildPlan(p);
+    LaunchPlan lp;
+    lp.config = plan.config;
+    lp.spec = {plan.kernel->spec.file, plan.kernel->spec.defines};
+    lp.args = std::move(plan.args);
+    lp.info = registry().compiled(*plan.kernel).info();
+    lp.grid = plan.grid;
+    return lp;
+  });
+}
+
+void forward(const ForwardParams &p) {
+  guarded([&] {
+    validate(p);
+    // No workspace: o's pointer with 0 bytes stands in for it (the check
+    // then only asks that o be device memory, which it asks anyway).
+    CUcontext ctx = op::checkDevice(namedTensors(p), p.o.data, 0);
+    Plan plan = buildPlan(p);
+    op::launchAll(registry(), ctx, {{plan.kernel, &plan.args}});
+  });
+}
+
+}  // namespace qla::gla
