@@ -104,8 +104,11 @@ cmake -S "$SRC/examples/consumer" -B "$WORK/consumer" -G Ninja -DCMAKE_BUILD_TYP
   || { cat "$WORK/consumer-configure.log" >&2; fail "configuring examples/consumer"; }
 ninja -C "$WORK/consumer" >"$WORK/consumer-build.log" 2>&1 \
   || { cat "$WORK/consumer-build.log" >&2; fail "building examples/consumer"; }
-ldd "$WORK/consumer/qla_consumer" | grep -q "libqla.so => $P/lib/libqla.so" \
-  || { ldd "$WORK/consumer/qla_consumer" >&2; fail "qla_consumer does not load the installed libqla.so"; }
+# ldd's whole output first: `ldd | grep -q` under pipefail fails at random
+# when grep exits at the first match and ldd gets SIGPIPE.
+LDD=$(ldd "$WORK/consumer/qla_consumer")
+grep -q "libqla.so => $P/lib/libqla.so" <<<"$LDD" \
+  || { printf '%s\n' "$LDD" >&2; fail "qla_consumer does not load the installed libqla.so"; }
 expect_output "qla_consumer (built-in kernel)" '^tensor X f32 in N$' "$WORK/consumer/qla_consumer"
 for want in '^cubin: [0-9]+ bytes, sm_90a$' \
             '^(no GPU \(.*\): compiled, not launched|launch: N=1000, 0 wrong elements: PASS)$'; do
