@@ -19,24 +19,14 @@ from __future__ import annotations
 import ctypes
 
 from . import QlaError, _load
+from . import _ctensor
+from ._ctensor import BF16, F16, F32, I32, I64  # noqa: F401 (dtype codes, part of the module's API)
+from ._ctensor import Tensor as _Tensor, check as _check, tma_friendly as _tma_friendly, unit_last as _unit_last
 
 __all__ = ["chunk_simple_gla", "warmup"]
 
 _OP = "chunk_simple_gla: "
 _ABI_VERSION = 1
-BF16, F16, F32, I32, I64 = 0, 1, 2, 3, 4
-
-
-class _Tensor(ctypes.Structure):
-    _fields_ = [
-        ("data", ctypes.c_void_p),
-        ("dtype", ctypes.c_int32),
-        ("rank", ctypes.c_int32),
-        ("shape", ctypes.c_int64 * 4),
-        ("strides", ctypes.c_int64 * 4),
-        ("has_strides", ctypes.c_int32),
-        ("reserved", ctypes.c_int32),
-    ]
 
 
 class _Args(ctypes.Structure):
@@ -65,6 +55,18 @@ class _Config(ctypes.Structure):
 assert ctypes.sizeof(_Tensor) == 88 and ctypes.sizeof(_Args) == 16 + 8 * 88 + 16 and ctypes.sizeof(_Config) == 28
 
 
+def _dtype_code(name: str, dtype) -> int:
+    return _ctensor.dtype_code(_OP, name, dtype, "the operator")
+
+
+def _fill(ct, name: str, t) -> None:
+    _ctensor.fill(_OP, ct, name, t, "the operator")
+
+
+def _as_tensor(name: str, t, device):
+    return _ctensor.as_tensor(_OP, name, t, device)
+
+
 def _lib():
     lib = _load()
     if not getattr(lib, "_qla_gla_bound", False):
@@ -83,73 +85,6 @@ def _lib():
         lib.qla_gla_forward_warmup.argtypes = [c.POINTER(_Config), c.c_char_p, c.c_size_t]
         lib._qla_gla_bound = True
     return lib
-
-
-def _check(rc: int, err) -> None:
-    if rc != 0:
-        raise QlaError(err.value.decode(errors="replace"))
-
-
-_NAMES = {"bf16": BF16, "bfloat16": BF16, "f16": F16, "float16": F16, "f32": F32, "float32": F32,
-          "i32": I32, "int32": I32, "i64": I64, "int64": I64}
-
-
-def _dtype_code(name: str, dtype) -> int:
-    if isinstance(dtype, str):
-        if dtype not in _NAMES:
-            raise QlaError(f"{_OP}{name} = {dtype!r} is not a dtype name ({', '.join(_NAMES)})")
-        return _NAMES[dtype]
-    import torch
-    codes = {torch.bfloat16: BF16, torch.float16: F16, torch.float32: F32, torch.int32: I32, torch.int64: I64}
-    if dtype not in codes:
-        raise QlaError(f"{_OP}{name} has dtype {dtype}, which the operator does not take")
-    return codes[dtype]
-
-
-def _fill(ct: _Tensor, name: str, t) -> None:
-    if t.dim() < 1 or t.dim() > 4:
-        raise QlaError(f"{_OP}{name} must have 1 to 4 dims, got shape {list(t.shape)}")
-    if t.numel() == 0:
-        raise QlaError(f"{_OP}{name} is empty (shape {list(t.shape)})")
-    ct.data = t.data_ptr()
-    ct.dtype = _dtype_code(name, t.dtype)
-    ct.rank = t.dim()
-    for i, (n, s) in enumerate(zip(t.shape, t.stride())):
-        ct.shape[i] = n
-        ct.strides[i] = s
-    ct.has_strides = 1
-
-
-def _tma_friendly(t) -> bool:
-    """Unit last-dim stride, 16-byte aligned rows and pointer (q, k, v)."""
-    es = t.element_size()
-    if t.data_ptr() % 16:
-        return False
-    for i, (n, s) in enumerate(zip(t.shape, t.stride())):
-        if n == 1:
-            continue
-        if i == t.dim() - 1:
-            if s != 1:
-                return False
-        elif s < 1 or (s * es) % 16:
-            return False
-    return True
-
-
-def _unit_last(t) -> bool:
-    return (t.shape[-1] == 1 or t.stride(-1) == 1) and all(
-        s >= 1 for n, s in zip(t.shape, t.stride()) if n > 1) and t.data_ptr() % t.element_size() == 0
-
-
-def _as_tensor(name: str, t, device):
-    import torch
-    if not isinstance(t, torch.Tensor):
-        raise QlaError(f"{_OP}{name} must be a torch.Tensor, got {type(t).__name__}")
-    if not t.is_cuda:
-        raise QlaError(f"{_OP}{name} must be a CUDA tensor, got a tensor on {t.device}")
-    if device is not None and t.device != device:
-        raise QlaError(f"{_OP}{name} is on {t.device} but q is on {device}")
-    return t
 
 
 def chunk_simple_gla(q, k, v, g=None, g_gamma=None, scale: float | None = None, initial_state=None,
