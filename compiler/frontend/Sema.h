@@ -39,6 +39,7 @@ class Sema {
     SlotStmt *slot = nullptr;          // innermost enclosing put / get
     ParallelStmt *parallel = nullptr;  // enclosing parallel block
     PipelineStmt *pipeline = nullptr;  // enclosing pipeline
+    bool prologue = false;             // in a top-level for/if of a kernel with roles
   };
   struct CtxGuard {
     Sema &s;

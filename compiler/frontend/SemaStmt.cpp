@@ -31,9 +31,20 @@ void Sema::checkStmtPlacement(Stmt &s) {
     return error(s.loc, "'role' must be at the top level of the kernel body");
   if (k == StmtKind::Channel && !ctx_.topLevel)
     return error(s.loc, "'channel' must be at the top level of the kernel body, outside roles");
-  if (ctx_.topLevel && roleKernel_ && k != StmtKind::Let && k != StmtKind::Shared && k != StmtKind::Channel &&
+  // Outside the roles every thread of the block runs the same scalar code
+  // (the prologue: which sequence and segment this block has, say); tiles,
+  // copies and products belong to roles.
+  auto scalar = [](StmtKind k) {
+    return k == StmtKind::Let || k == StmtKind::Var || k == StmtKind::Assign || k == StmtKind::For ||
+           k == StmtKind::If;
+  };
+  if (ctx_.topLevel && roleKernel_ && !scalar(k) && k != StmtKind::Shared && k != StmtKind::Channel &&
       k != StmtKind::Role)
-    return error(s.loc, "in a kernel with roles, only 'let', 'shared', 'channel' and 'role' may appear outside the roles");
+    return error(s.loc, "in a kernel with roles, only 'let', 'var', assignments, 'for', 'if', 'shared', "
+                        "'channel' and 'role' may appear outside the roles");
+  if (ctx_.prologue && !scalar(k))
+    return error(s.loc, "a 'for' or 'if' outside the roles may contain only 'let', 'var', assignments, 'for' "
+                        "and 'if' (tiles, copies and products belong to roles)");
   if ((k == StmtKind::Put || k == StmtKind::Get) && !ctx_.role)
     return error(s.loc, std::string("'") + (k == StmtKind::Put ? "put" : "get") + "' must be inside a role");
   if (k == StmtKind::ElemAssign && !ctx_.parallel)
@@ -91,6 +102,7 @@ void Sema::checkVar(VarDecl &s) {
     error(s.init->loc, "a 'var' must be int or float, got bool");
     s.type = ScalarType::Unknown;
   }
+  s.outsideRoles = roleKernel_ && !ctx_.role;
   declare(&s);
 }
 
@@ -114,6 +126,10 @@ void Sema::checkAssign(AssignStmt &s) {
     return error(s.loc, "cannot assign to '" + s.target + "': it is " + describe(d) +
                             " (only vars and fragments can be assigned)");
   }
+  if (s.var->outsideRoles && ctx_.role)
+    return error(s.loc, "cannot assign to var '" + s.target + "' inside role '" + ctx_.role->name +
+                            "': it is declared outside the roles, where every role reads the same value "
+                            "(declare a var inside the role to change it)");
   if (ctx_.parallel)
     return error(s.loc, "cannot assign to var '" + s.target +
                             "' inside a parallel block (the body runs once per element; vars are read-only there)");
@@ -449,6 +465,7 @@ void Sema::checkFor(ForStmt &s) {
                        std::to_string(lo) + " .. " + std::to_string(hi) + " is too many");
   }
   CtxGuard c(*this);
+  ctx_.prologue = c.saved.prologue || (c.saved.topLevel && roleKernel_);
   ScopeGuard g(*this);
   declare(s.var.get());
   checkBlock(s.body);
@@ -532,6 +549,7 @@ void Sema::checkIf(IfStmt &s) {
   if (s.cond->type != ScalarType::Unknown && s.cond->type != ScalarType::Bool)
     error(s.cond->loc, std::string("a condition must be bool, got ") + scalarTypeName(s.cond->type));
   CtxGuard c(*this);
+  ctx_.prologue = c.saved.prologue || (c.saved.topLevel && roleKernel_);
   checkBlock(s.thenBlock);
   if (s.elseBlock) checkBlock(*s.elseBlock);
 }

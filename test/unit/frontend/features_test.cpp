@@ -398,14 +398,23 @@ TEST_CASE("features: vars", "[features]") {
   CHECK(err(K("var x = 0\nlet y = x[0]")) == "t.qla:5:9: error: 'x' is a var, not a fragment");
   CHECK(err(K("var x = 0\ncopy x -> Y[0 :+ 4, 0 :+ 4]")) == "t.qla:5:6: error: 'x' is a var, not a tile");
 
-  // Roles: a var lives in one role; not at the top level of a kernel with roles, not inside put.
+  // Roles: a var lives in one role, or outside the roles (the prologue every
+  // thread runs: scalar statements only), where roles only read it; not inside put.
   const std::string head = "kernel r(A: bf16[M, K]) grid(1) threads(256)\n{\nchannel ch: { a: bf16[64, 32] } depth(2)\n";
   auto rm = ok(head + "role p: warpgroup 0 { var k0 = 0\n for k in 0 .. 4 { put ch -> (a) { copy A[k0 :+ 64, 0 :+ 32] -> a }\n k0 += 64 } }\n"
                       "role q: warpgroup 1 { var n = 0\n for k in 0 .. 4 { get ch -> (x) { n += 1 } } }\n}\n");
   CHECK(rm->kernels[0]->roles.size() == 2);
-  CHECK(err(head + "var v = 0\nrole p: warpgroup 0 { put ch -> (a) { } }\nrole q: warpgroup 1 { get ch -> (x) { } }\n}\n") ==
-        "t.qla:4:1: error: in a kernel with roles, only 'let', 'shared', 'channel' and 'role' may appear outside the "
-        "roles");
+  auto pro = ok(head + "var v = 0\nfor i in 0 .. 3 { if i > 1 { v += i } }\nlet w = v * 64\n"
+                       "role p: warpgroup 0 { put ch -> (a) { copy A[w :+ 64, 0 :+ 32] -> a } }\n"
+                       "role q: warpgroup 1 { var n = v\n get ch -> (x) { n += 1 } }\n}\n");
+  CHECK(pro->kernels[0]->roles.size() == 2);
+  CHECK(err(head + "var v = 0\nrole p: warpgroup 0 { v = 1\n put ch -> (a) { } }\nrole q: warpgroup 1 { get ch -> (x) { } }\n}\n") ==
+        "t.qla:5:23: error: cannot assign to var 'v' inside role 'p': it is declared outside the roles, where every "
+        "role reads the same value (declare a var inside the role to change it)");
+  CHECK(err(head + "for i in 0 .. 2 { frag f: f32[64] }\nrole p: warpgroup 0 { put ch -> (a) { } }\n"
+                   "role q: warpgroup 1 { get ch -> (x) { } }\n}\n") ==
+        "t.qla:4:19: error: a 'for' or 'if' outside the roles may contain only 'let', 'var', assignments, 'for' and "
+        "'if' (tiles, copies and products belong to roles)");
   CHECK(err(head + "role p: warpgroup 0 { var v = 0\n put ch -> (a) { v += 1 } }\nrole q: warpgroup 1 { get ch -> (x) { } }\n}\n") ==
         "t.qla:5:18: error: only 'copy' statements are allowed inside 'put'");
   CHECK(err(head + "role p: warpgroup 0 { var v = 0\n put ch -> (a) { } }\nrole q: warpgroup 1 { get ch -> (x) { v = 1 } }\n}\n") ==

@@ -527,10 +527,10 @@ TEST_CASE("sema: roles and channels", "[sema]") {
   CHECK(err(R(kLoad + "role b: warpgroup 1 { get ch -> (x, y) { copy A[0 :+ 64, 0 :+ 32] -> x } }")) ==
         "t.qla:6:70: error: slot tile 'x' is read-only inside 'get'");
   CHECK(err(R(kLoad + "role b: warpgroup 1 { get ch -> (x, y) { } }\nput ch -> (p, q) { }")) ==
-        "t.qla:7:1: error: in a kernel with roles, only 'let', 'shared', 'channel' and 'role' may appear outside the "
+        "t.qla:7:1: error: in a kernel with roles, only 'let', 'var', assignments, 'for', 'if', 'shared', 'channel' and 'role' may appear outside the "
         "roles");
   CHECK(err(R(kLoad + "role b: warpgroup 1 { get ch -> (x, y) { } }\nfrag f: f32[64]")) ==
-        "t.qla:7:1: error: in a kernel with roles, only 'let', 'shared', 'channel' and 'role' may appear outside the "
+        "t.qla:7:1: error: in a kernel with roles, only 'let', 'var', assignments, 'for', 'if', 'shared', 'channel' and 'role' may appear outside the "
         "roles");
   CHECK(err(R(kLoad + "role b: warpgroup 1 { get ch -> (x, y) { }\n role c: warpgroup 2 { } }")) ==
         "t.qla:7:2: error: 'role' must be at the top level of the kernel body");

@@ -461,6 +461,7 @@ struct LetDecl : Stmt, Decl {
 struct VarDecl : Stmt, Decl {
   ExprPtr init;
   ScalarType type = ScalarType::Unknown;  // set by sema
+  bool outsideRoles = false;              // set by sema: in a role kernel's prologue (read-only in roles)
   VarDecl(SourceLoc l, std::string n, SourceLoc nl)
       : Stmt(StmtKind::Var, std::move(l)), Decl(DeclKind::Var, std::move(n), std::move(nl)) {}
   static bool classof(const Stmt *s) { return s->kind == StmtKind::Var; }
