@@ -183,20 +183,24 @@ Emitter::TileAccess Emitter::openTileAccess(Value g, ValueRange offsets, ArrayRe
 // the tensor's last dim is the tile's column dim with stride 1 and the pair is
 // 4- or 8-byte aligned, the pair moves as one access.
 LogicalResult Emitter::emitFragGlobal(Value frag, Value g, ValueRange offsets, ArrayRef<int64_t> dropped,
-                                      ValueRange limits, ArrayRef<int64_t> limitDims, bool store) {
+                                      ValueRange limits, ArrayRef<int64_t> limitDims, bool store, bool transpose) {
   auto ft = cast<FragType>(frag.getType());
   const FragLayout lay = FragLayout::of(ft);
   Type gt = cast<GlobalType>(g.getType()).getElementType();
   const int64_t rank = cast<GlobalType>(g.getType()).getRank();
   const bool lastIsCol = !llvm::is_contained(dropped, rank - 1);
   const int64_t eb = elementBytes(gt);
-  const bool pairs = lay.rank() == 2 && lay.pairsColumns() && lastIsCol && (gt.isBF16() || gt.isF16() || gt.isF32());
+  // Transposed: a register pair's columns are neighbouring rows of the slice.
+  const bool pairs = !transpose && lay.rank() == 2 && lay.pairsColumns() && lastIsCol &&
+                     (gt.isBF16() || gt.isF16() || gt.isF32());
   line("{");
   ++indent_;
   TileAccess a = openTileAccess(g, offsets, dropped, limits, limitDims, store);
   if (!pairs) {
     RegLoop l = openRegLoop(ft);
-    std::string inb = a.inBounds(l.idx), ptr = a.at(l.idx);
+    std::vector<std::string> at = l.idx;
+    if (transpose) std::swap(at[0], at[1]);  // slice [j, i] is fragment [i, j]
+    std::string inb = a.inBounds(at), ptr = a.at(at);
     if (store) {
       line(fmt::format("if ({}) *{} = {};", inb, ptr, storeFromFloat(gt, fragElem(frag, l.reg))));
     } else {
@@ -265,7 +269,7 @@ LogicalResult Emitter::emitFragGlobal(Value frag, Value g, ValueRange offsets, A
 LogicalResult Emitter::emitLoad(LoadOp op) {
   if (!isa<FragType>(op.getDst().getType())) return emitLoadToShared(op);
   return emitFragGlobal(op.getDst(), op.getSrc(), op.getOffsets(), op.getDropped(), op.getLimits(), op.getLimitDims(),
-                        /*store=*/false);
+                        /*store=*/false, op.getTranspose());
 }
 
 LogicalResult Emitter::emitStore(StoreOp op) {
@@ -273,7 +277,7 @@ LogicalResult Emitter::emitStore(StoreOp op) {
   std::string g = name(op.getDst());
   if (isa<FragType>(op.getSrc().getType()))
     return emitFragGlobal(op.getSrc(), op.getDst(), op.getOffsets(), op.getDropped(), op.getLimits(),
-                          op.getLimitDims(), /*store=*/true);
+                          op.getLimitDims(), /*store=*/true, op.getTranspose());
   // Shared → global: the group's threads stride over the tile.
   auto src = cast<SharedType>(op.getSrc().getType());
   line(groupSync());
@@ -351,11 +355,29 @@ LogicalResult Emitter::emitCopy(CopyOp op) {
   Value fv = toFrag ? op.getDst() : op.getSrc();
   Type te = tile.getElementType(), fe = frag.getElementType();
   const FragLayout lay = FragLayout::of(frag);
-  const bool pairs = lay.rank() == 2 && lay.pairsColumns() && tile.getShape().size() == 2 && (is16(te) || te.isF32());
+  const bool trans = op.getTranspose();
+  // Transposed: a register pair's columns are neighbouring rows of the tile.
+  const bool pairs =
+      !trans && lay.rank() == 2 && lay.pairsColumns() && tile.getShape().size() == 2 && (is16(te) || te.isF32());
   std::string tn = name(toFrag ? op.getSrc() : op.getDst());
+  // After a fragment -> shared copy: a proxy fence right after
+  // (qla-insert-fences) is followed by its own barrier; a barrier here as
+  // well would only add a wait.
+  auto syncAfterStore = [&]() {
+    Operation *next = op->getNextNode();
+    bool fencedAndSynced = isa_and_nonnull<FenceProxyAsyncOp>(next) && next->getNextNode() &&
+                           isa<BlockSyncOp, NamedBarrierOp>(next->getNextNode());
+    if (!fencedAndSynced) line(groupSync());
+    return success();
+  };
   if (!toFrag) line(groupSync());  // other threads may still read the tile
+  if (trans && !toFrag && is16(te) && lay.x4Blocks()) {
+    emitStmatrixTrans(op);
+    return syncAfterStore();
+  }
   RegLoop l = openRegLoop(frag);
   std::string row = tile.getShape().size() == 2 ? l.idx[0] : "0", col = l.idx.back();
+  if (trans) std::swap(row, col);  // tile [j, i] is fragment [i, j]
   std::string at = fmt::format("{}[{}]", tn, smemIndex(tile, row, col));
   if (!pairs) {
     if (toFrag) fragStore(fv, l.reg, loadAsFloat(te, at));
@@ -391,13 +413,53 @@ LogicalResult Emitter::emitCopy(CopyOp op) {
   }
   closeLoop();
   if (toFrag) return success();
-  // A proxy fence right after (qla-insert-fences) is followed by its own
-  // barrier; a barrier here as well would only add a wait.
-  Operation *next = op->getNextNode();
-  bool fencedAndSynced = isa_and_nonnull<FenceProxyAsyncOp>(next) && next->getNextNode() &&
-                         isa<BlockSyncOp, NamedBarrierOp>(next->getNextNode());
-  if (!fencedAndSynced) line(groupSync());
-  return success();
+  return syncAfterStore();
+}
+
+// A transposed fragment [M, N] -> 16-bit shared tile [N, M] copy with
+// stmatrix.sync.aligned.m8n8.x4.trans (FragLayout::x4Blocks: each call
+// stores four 8x8 blocks of the warp's registers). In block m of call q
+// (registers 8q + 2m, 8q + 2m + 1, packed into one u32 of the tile's dtype)
+// lane l holds fragment row o.row + l/4, columns o.col + 2(l%4) + {0, 1},
+// o = the block's origin (FragLayout index of lane 0). With .trans, stored
+// row a of the block gets the block's column a: tile row o.col + a, tile
+// columns o.row .. o.row + 7, which lane 8m + a addresses. Those 8 elements
+// are 16 aligned bytes (o.row is a multiple of 8) and every tile layout
+// keeps a 16-byte chunk of a row whole (swizzles permute chunks), so the
+// address is smem_tile_index of the row's first element, as the
+// untransposed copy computes it.
+void Emitter::emitStmatrixTrans(CopyOp op) {
+  auto frag = cast<FragType>(op.getSrc().getType());
+  auto tile = cast<SharedType>(op.getDst().getType());
+  Type te = tile.getElementType(), fe = frag.getElementType();
+  const FragLayout lay = FragLayout::of(frag);
+  const std::string fn = name(op.getSrc()), tn = name(op.getDst());
+  const bool same16 = fe == te;  // packed registers move as they are
+  line("{");
+  ++indent_;
+  std::string blk = declareStr("int", "2 * (qla_lane / 8)", "stm");  // 2m: the register offset of this lane's block
+  std::string arow = declareStr("int", "qla_lane % 8", "sta");       // the stored row it addresses
+  std::string q = fresh("q");
+  line("#pragma unroll");
+  line(fmt::format("for (int {0} = 0; {0} < {1}; ++{0}) {{", q, lay.x4Calls()));
+  ++indent_;
+  std::string reg = declareStr("int", fmt::format("8 * {} + {}", q, blk), "r");
+  std::vector<std::string> o = lay.indexText(reg, "0");
+  std::string orow = declareStr("int", o[0], "row"), ocol = declareStr("int", o[1], "col");
+  std::vector<std::string> regs;
+  for (int m = 0; m < 4; ++m) {
+    std::string r0 = fmt::format("8 * {} + {}", q, 2 * m), r1 = fmt::format("8 * {} + {}", q, 2 * m + 1);
+    if (same16) regs.push_back(fmt::format("{}[4 * {} + {}]", fn, q, m));
+    else regs.push_back(fmt::format("qla::dev::pack_{}x2({}, {})", pfx(te), fragElem(op.getSrc(), r0),
+                                    fragElem(op.getSrc(), r1)));
+  }
+  std::string st = fresh("st");
+  line(fmt::format("const qla::dev::u32 {}[4] = {{{}, {}, {}, {}}};", st, regs[0], regs[1], regs[2], regs[3]));
+  line(fmt::format("qla::dev::stmatrix_x4_trans(&{}[{}], {});", tn,
+                   smemIndex(tile, fmt::format("{} + {}", ocol, arow), orow), st));
+  closeLoop();
+  --indent_;
+  line("}");
 }
 
 LogicalResult Emitter::emitCast(CastOp op) {

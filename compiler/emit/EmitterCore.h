@@ -61,10 +61,14 @@ class Emitter {
   };
   TileAccess openTileAccess(mlir::Value g, mlir::ValueRange offsets, llvm::ArrayRef<int64_t> dropped,
                             mlir::ValueRange limits, llvm::ArrayRef<int64_t> limitDims, bool forWrite);
-  // Fragment <-> global copies (element pairs vectorized where they may be).
+  // Fragment <-> global copies (element pairs vectorized where they may be;
+  // `transpose`: the tile index (row, col) of the fragment is (col, row) of
+  // the slice, element by element).
   mlir::LogicalResult emitFragGlobal(mlir::Value frag, mlir::Value g, mlir::ValueRange offsets,
                                      llvm::ArrayRef<int64_t> dropped, mlir::ValueRange limits,
-                                     llvm::ArrayRef<int64_t> limitDims, bool store);
+                                     llvm::ArrayRef<int64_t> limitDims, bool store, bool transpose = false);
+  // A transposed fragment -> 16-bit shared copy with stmatrix .x4 .trans.
+  void emitStmatrixTrans(mlir::qla::CopyOp op);
 
   // --- fragments and tensor cores (EmitFragments.cpp) ---
   mlir::LogicalResult emitAllocFrag(mlir::qla::AllocFragOp op);

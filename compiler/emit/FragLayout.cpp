@@ -63,20 +63,20 @@ std::vector<int64_t> FragLayout::index(int64_t r, FragThread t) const {
   return {};
 }
 
-std::vector<std::string> FragLayout::indexText(const std::string &r) const {
+std::vector<std::string> FragLayout::indexText(const std::string &r, const std::string &lane) const {
   switch (kind_) {
     case Acc: {
       const int64_t mw = shape_[0] / wg_, half = shape_[1] / 2;
-      return {fmt::format("qla_wgl * {1} + ({0} / {2}) * 64 + 16 * qla_warp + qla_lane / 4 + 8 * ((({0} % {2}) / 2) % 2)",
-                          r, mw, half),
-              fmt::format("8 * (({0} % {1}) / 4) + 2 * (qla_lane % 4) + {0} % 2", r, half)};
+      return {fmt::format("qla_wgl * {1} + ({0} / {2}) * 64 + 16 * qla_warp + {3} / 4 + 8 * ((({0} % {2}) / 2) % 2)",
+                          r, mw, half, lane),
+              fmt::format("8 * (({0} % {1}) / 4) + 2 * ({2} % 4) + {0} % 2", r, half, lane)};
     }
     case Row: {
       const int64_t mw = shape_[0] / wg_;
-      return {fmt::format("qla_wgl * {1} + ({0} / 2) * 64 + 16 * qla_warp + qla_lane / 4 + 8 * ({0} % 2)", r, mw)};
+      return {fmt::format("qla_wgl * {1} + ({0} / 2) * 64 + 16 * qla_warp + {2} / 4 + 8 * ({0} % 2)", r, mw, lane)};
     }
     case Col:
-      return {fmt::format("8 * ({0} / 2) + 2 * (qla_lane % 4) + {0} % 2", r)};
+      return {fmt::format("8 * ({0} / 2) + 2 * ({1} % 4) + {0} % 2", r, lane)};
   }
   return {};
 }

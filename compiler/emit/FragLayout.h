@@ -46,7 +46,21 @@ class FragLayout {
   // The same as C++ expressions of the register expression `r` (evaluated
   // once per use: pass a variable) and the kernel's qla_lane, qla_warp,
   // qla_wgl.
-  std::vector<std::string> indexText(const std::string &r) const;
+  std::vector<std::string> indexText(const std::string &r) const { return indexText(r, "qla_lane"); }
+  // The same with the lane given as an expression (e.g. "0": the first
+  // lane's index, the origin of an 8x8 block).
+  std::vector<std::string> indexText(const std::string &r, const std::string &lane) const;
+
+  // stmatrix/ldmatrix .x4 over an accumulator layout: in every 64-row block
+  // a warp's registers 8q .. 8q + 7 (the packed pairs 4q .. 4q + 3) are four
+  // 8x8 blocks in exactly the register layout of ldstmatrix.cuh (lane l: row
+  // l/4, columns 2(l%4), 2(l%4) + 1), block m = registers 8q + 2m, 8q + 2m + 1
+  // (row half m%2, column group 2(q % (N/16)) + m/2). Needs an accumulator
+  // layout with N a multiple of 16; `x4Calls()` = regsPerThread() / 8 per
+  // thread. Block m's origin (its element of lane 0, register 8q + 2m) is
+  // index(8q + 2m, {0, warp, wgl}).
+  bool x4Blocks() const { return kind_ == Acc && shape_[1] % 16 == 0; }
+  int64_t x4Calls() const { return regsPerThread() / 8; }
 
   // Registers r, r + 1 (r even) are columns c, c + 1 of one row (c even):
   // true for Acc and Col layouts with an even register count.

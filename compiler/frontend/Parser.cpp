@@ -330,6 +330,10 @@ class Parser {
     Token n = expectIdent("a tile or tensor name");
     r.name = n.text;
     r.loc = n.loc;
+    if (at(Tok::CaretT)) {
+      r.transposed = true;
+      r.transposeLoc = take().loc;
+    }
     if (!accept(Tok::LBracket)) return;
     r.sliced = true;
     do {
@@ -346,6 +350,10 @@ class Parser {
       r.slices.push_back(std::move(s));
     } while (accept(Tok::Comma));
     expect(Tok::RBracket, "to close the slice");
+    if (at(Tok::CaretT) && !r.transposed) {  // A[...]^T: sema says why not
+      r.transposed = true;
+      r.transposeLoc = take().loc;
+    }
   }
 
   StmtPtr parseCopy() {

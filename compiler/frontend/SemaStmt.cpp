@@ -346,6 +346,26 @@ Sema::Side Sema::checkRef(TileRef &r) {
 void Sema::checkCopy(CopyStmt &s) {
   Side from = checkRef(s.src), to = checkRef(s.dst);
   if (from == Side::Bad || to == Side::Bad) return;
+  // `^T` transposes the fragment operand (its 2-D register layout is read
+  // with (row, col) swapped on the memory side); nothing else.
+  const std::pair<TileRef *, Side> refs[] = {{&s.src, from}, {&s.dst, to}};
+  for (auto [r, side] : refs) {
+    if (!r->transposed) continue;
+    if (side != Side::Frag)
+      return error(r->transposeLoc, "'^T' transposes the fragment operand of a copy; '" + r->name + "' is " +
+                                        (side == Side::Global ? std::string("a global tensor slice")
+                                                              : describe(r->decl)));
+    if (r->tile()->rank() != 2)
+      return error(r->transposeLoc, "'^T' needs a 2-D fragment, '" + r->name + "' has shape " +
+                                        shapeString(r->tile()->shape));
+  }
+  const bool trans = s.transposed();
+  auto fragShape = [&](TileDecl *t) {
+    std::vector<int64_t> sh = t->shape;
+    if (trans && t->space() == MemSpace::Frag && sh.size() == 2) std::swap(sh[0], sh[1]);
+    return sh;
+  };
+  const char *ofFrag = trans ? "the transposed shape " : "shape ";
   if (from == Side::Global && to == Side::Global)
     return error(s.loc, "cannot copy from a global tensor to a global tensor");
   if (from == Side::Frag && to == Side::Frag)
@@ -367,9 +387,10 @@ void Sema::checkCopy(CopyStmt &s) {
     TileRef &g = from == Side::Global ? s.src : s.dst;
     TileRef &t = from == Side::Global ? s.dst : s.src;
     TileDecl *tile = t.tile();
-    if (g.sliceShape != tile->shape)
-      return error(g.loc, "slice shape " + shapeString(g.sliceShape) + " of '" + g.name + "' does not match shape " +
-                              shapeString(tile->shape) + " of tile '" + t.name + "'");
+    if (g.sliceShape != fragShape(tile))
+      return error(g.loc, "slice shape " + shapeString(g.sliceShape) + " of '" + g.name + "' does not match " +
+                              ofFrag + shapeString(fragShape(tile)) + (trans ? " of fragment '" : " of tile '") +
+                              t.name + "'");
     TensorArgDecl *tensor = g.tensor();
     bool shared = tile->space() == MemSpace::Shared;
     if (shared && tensor->dtype != tile->dtype && !badDtype_.count(static_cast<Decl *>(tensor)) &&
@@ -383,9 +404,18 @@ void Sema::checkCopy(CopyStmt &s) {
     return;
   }
   TileDecl *a = s.src.tile(), *b = s.dst.tile();
-  if (a->shape != b->shape)
+  if (trans) {
+    TileDecl *f = from == Side::Frag ? a : b, *m = from == Side::Frag ? b : a;
+    const std::string &fn = from == Side::Frag ? s.src.name : s.dst.name;
+    const std::string &mn = from == Side::Frag ? s.dst.name : s.src.name;
+    if (m->shape != fragShape(f))
+      return error(s.dst.loc, "shape " + shapeString(m->shape) + " of '" + mn +
+                                  "' does not match the transposed shape " + shapeString(fragShape(f)) +
+                                  " of fragment '" + fn + "'");
+  } else if (a->shape != b->shape) {
     return error(s.dst.loc, "shape " + shapeString(a->shape) + " of '" + s.src.name + "' does not match shape " +
                                 shapeString(b->shape) + " of '" + s.dst.name + "'");
+  }
   s.copyKind = from == Side::Shared ? CopyKind::SharedToFrag : CopyKind::FragToShared;
 }
 

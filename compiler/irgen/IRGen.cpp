@@ -268,7 +268,9 @@ void IRGen::genCopy(const fe::CopyStmt &c) {
       SmallVector<int64_t> limDims;
       sliceLimits(*this, c.src, lim, limDims, [&](const fe::Expr &x) { return genExpr(x); });
       if (llvm::any_of(lim, [](Value v) { return !v; })) return;
-      LoadOp::create(b_, l, g, off, t, lim, b_.getDenseI64ArrayAttr(dropped), b_.getDenseI64ArrayAttr(limDims));
+      auto ld =
+          LoadOp::create(b_, l, g, off, t, lim, b_.getDenseI64ArrayAttr(dropped), b_.getDenseI64ArrayAttr(limDims));
+      if (c.transposed()) ld.setTranspose(true);
       return;
     }
     case K::FragToGlobal:
@@ -281,13 +283,18 @@ void IRGen::genCopy(const fe::CopyStmt &c) {
       SmallVector<int64_t> limDims;
       sliceLimits(*this, c.dst, lim, limDims, [&](const fe::Expr &x) { return genExpr(x); });
       if (llvm::any_of(lim, [](Value v) { return !v; })) return;
-      StoreOp::create(b_, l, t, g, off, lim, b_.getDenseI64ArrayAttr(dropped), b_.getDenseI64ArrayAttr(limDims));
+      auto st =
+          StoreOp::create(b_, l, t, g, off, lim, b_.getDenseI64ArrayAttr(dropped), b_.getDenseI64ArrayAttr(limDims));
+      if (c.transposed()) st.setTranspose(true);
       return;
     }
     case K::SharedToFrag:
     case K::FragToShared: {
       Value s = lookup(c.src.tile(), c.src.loc), d = lookup(c.dst.tile(), c.dst.loc);
-      if (s && d) CopyOp::create(b_, l, s, d);
+      if (s && d) {
+        auto cp = CopyOp::create(b_, l, s, d);
+        if (c.transposed()) cp.setTranspose(true);
+      }
       return;
     }
   }

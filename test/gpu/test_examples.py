@@ -67,6 +67,30 @@ def main():
             ref[c0:c1] = s @ v[c0:c1].double()
         report(f"chunk_attention T={t}", rms_rel(o, ref), 1e-2, o)
 
+    # (d) transposed copies: X -> f^T (global -> fragment), f^T -> bf16 shared
+    # (stmatrix .trans) -> Y by rows, f^T -> Z (f32 global), f -> W untransposed.
+    # Pure data movement: checked exactly (bf16 rounding is round-to-nearest-even
+    # on both sides), NaN-poisoned outputs must be fully overwritten.
+    def report_exact(name, out, ref):
+        nonlocal failures
+        nan = bool(torch.isnan(out).any().item())
+        bad = int((out != ref).sum().item())
+        ok = bad == 0 and not nan
+        failures += 0 if ok else 1
+        print(f"  {name:40s} mismatches={bad}{' NaN!' if nan else ''}  {'PASS' if ok else 'FAIL'}")
+
+    k = qla.compile(os.path.join(ROOT, "examples", "transpose_copy.qla"))
+    for rows in (128, 256, 200, 1, 1000):
+        x = torch.randn(rows, 64, device="cuda", generator=gen)
+        y = torch.full((rows, 64), float("nan"), device="cuda", dtype=torch.bfloat16)
+        z = torch.full((rows, 64), float("nan"), device="cuda", dtype=torch.float32)
+        w = torch.full((64, rows), float("nan"), device="cuda", dtype=torch.float32)
+        k(x, y, z, w)
+        torch.cuda.synchronize()
+        report_exact(f"transpose_copy R={rows} Y=bf16(X)", y, x.to(torch.bfloat16))
+        report_exact(f"transpose_copy R={rows} Z=X", z, x)
+        report_exact(f"transpose_copy R={rows} W=X^T", w, x.T)
+
     print("ALL PASS" if failures == 0 else f"{failures} FAILED")
     return 1 if failures else 0
 

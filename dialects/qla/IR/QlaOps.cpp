@@ -56,6 +56,15 @@ LogicalResult AllocFragOp::verify() {
   return success();
 }
 
+// A transposed load/store/copy: the fragment is 2-D (its memory side is
+// [N, M] for a fragment [M, N]).
+static LogicalResult verifyTransposedFrag(Operation *op, Type frag) {
+  auto f = dyn_cast<FragType>(frag);
+  if (!f || f.getShape().size() != 2)
+    return op->emitOpError("transpose needs a 2-D fragment operand");
+  return success();
+}
+
 // The global-side box of a load/store: the tile's shape with 1 inserted at dropped dims.
 static LogicalResult verifyGlobalSlice(Operation *op, GlobalType g, size_t numOffsets,
                                        ArrayRef<int64_t> dropped, Type tile) {
@@ -84,6 +93,7 @@ LogicalResult LoadOp::verify() {
   if (failed(verifyLimits(*this, getLimits().size(), getLimitDims(), g.getRank()))) return failure();
   if (failed(verifyGlobalSlice(*this, g, getOffsets().size(), getDropped(), getDst().getType())))
     return failure();
+  if (getTranspose() && failed(verifyTransposedFrag(*this, getDst().getType()))) return failure();
   if (isa<SharedType>(getDst().getType()) && tileElt(getDst().getType()) != g.getElementType())
     return emitOpError("global→shared copies keep the dtype: ")
            << g.getElementType() << " vs " << tileElt(getDst().getType());
@@ -95,6 +105,7 @@ LogicalResult StoreOp::verify() {
   if (failed(verifyLimits(*this, getLimits().size(), getLimitDims(), g.getRank()))) return failure();
   if (failed(verifyGlobalSlice(*this, g, getOffsets().size(), getDropped(), getSrc().getType())))
     return failure();
+  if (getTranspose() && failed(verifyTransposedFrag(*this, getSrc().getType()))) return failure();
   if (isa<SharedType>(getSrc().getType()) && tileElt(getSrc().getType()) != g.getElementType())
     return emitOpError("shared→global copies keep the dtype: ")
            << tileElt(getSrc().getType()) << " vs " << g.getElementType();
@@ -105,6 +116,14 @@ LogicalResult CopyOp::verify() {
   Type s = getSrc().getType(), d = getDst().getType();
   if (isa<SharedType>(s) == isa<SharedType>(d))
     return emitOpError("copies between tiles go shared→fragment or fragment→shared");
+  if (getTranspose()) {
+    Type f = isa<FragType>(s) ? s : d, m = isa<FragType>(s) ? d : s;
+    if (failed(verifyTransposedFrag(*this, f))) return failure();
+    auto fs = tileShape(f), ms = tileShape(m);
+    if (ms.size() != 2 || ms[0] != fs[1] || ms[1] != fs[0])
+      return emitOpError("transposed shape mismatch: fragment ") << shapeStr(fs) << ", tile " << shapeStr(ms);
+    return success();
+  }
   if (tileShape(s) != tileShape(d))
     return emitOpError("shape mismatch: ") << shapeStr(tileShape(s)) << " vs " << shapeStr(tileShape(d));
   return success();

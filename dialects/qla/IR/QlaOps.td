@@ -61,12 +61,14 @@ def Qla_LoadOp : Qla_Op<"load", [AttrSizedOperandSegments]> {
     `dropped` lists the global dims indexed by a single element (extent 1,
     not part of the tile shape). Out-of-range elements read as zero; so do
     indices at or past `limits[k]` along global dim `limitDims[k]`
-    (`until [%eos] {limitDims = array<i64: 0>}`).
+    (`until [%eos] {limitDims = array<i64: 0>}`). With `transpose` the
+    destination is a 2-D fragment [M, N] and the box [N, M]: f[i, j] = box[j, i].
   }];
   let arguments = (ins Qla_GlobalType:$src, Variadic<Index>:$offsets,
                        Qla_AnyTile:$dst, Variadic<Index>:$limits,
                        DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$dropped,
-                       DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$limitDims);
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$limitDims,
+                       UnitAttr:$transpose);
   let assemblyFormat = "$src `[` $offsets `]` `->` $dst (`until` `[` $limits^ `]`)? attr-dict `:` type($src) `->` type($dst)";
   let hasVerifier = 1;
 }
@@ -77,19 +79,27 @@ def Qla_StoreOp : Qla_Op<"store", [AttrSizedOperandSegments]> {
     `qla.store %acc -> %C[%m0, %n0] : !qla.frag<128x256xf32> -> !qla.global<bf16, 2>`
     converts to the tensor's dtype; out-of-range elements are not written,
     nor are indices at or past `limits[k]` along global dim `limitDims[k]`.
+    With `transpose` the source is a 2-D fragment [M, N] and the box [N, M]:
+    box[j, i] = f[i, j].
   }];
   let arguments = (ins Qla_AnyTile:$src, Qla_GlobalType:$dst, Variadic<Index>:$offsets,
                        Variadic<Index>:$limits,
                        DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$dropped,
-                       DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$limitDims);
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$limitDims,
+                       UnitAttr:$transpose);
   let assemblyFormat = "$src `->` $dst `[` $offsets `]` (`until` `[` $limits^ `]`)? attr-dict `:` type($src) `->` type($dst)";
   let hasVerifier = 1;
 }
 
 def Qla_CopyOp : Qla_Op<"copy"> {
   let summary = "copy between a shared tile and a fragment";
-  let description = [{ `qla.copy %a -> %f : !qla.smem<64x64xbf16> -> !qla.frag<64x64xf32>` }];
-  let arguments = (ins Qla_AnyTile:$src, Qla_AnyTile:$dst);
+  let description = [{
+    `qla.copy %a -> %f : !qla.smem<64x64xbf16> -> !qla.frag<64x64xf32>`.
+    With `transpose` (`qla.copy %o -> %s {transpose} : !qla.frag<64x32xf32> ->
+    !qla.smem<32x64xbf16>`) the fragment is 2-D and the tile has its shape
+    swapped: s[j, i] = f[i, j] (or f[i, j] = s[j, i]).
+  }];
+  let arguments = (ins Qla_AnyTile:$src, Qla_AnyTile:$dst, UnitAttr:$transpose);
   let assemblyFormat = "$src `->` $dst attr-dict `:` type($src) `->` type($dst)";
   let hasVerifier = 1;
 }

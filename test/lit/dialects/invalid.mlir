@@ -205,6 +205,44 @@ func.func @copy_shape() {
 
 // -----
 
+func.func @copy_transpose_shape() {
+  %a = qla.alloc_shared : !qla.smem<64x32xbf16>
+  %f = qla.alloc_frag : !qla.frag<64x32xf32>
+  // expected-error @+1 {{'qla.copy' op transposed shape mismatch: fragment [64, 32], tile [64, 32]}}
+  qla.copy %f -> %a {transpose} : !qla.frag<64x32xf32> -> !qla.smem<64x32xbf16>
+  return
+}
+
+// -----
+
+func.func @copy_transpose_rank() {
+  %a = qla.alloc_shared : !qla.smem<64xbf16>
+  %f = qla.alloc_frag : !qla.frag<64xf32>
+  // expected-error @+1 {{'qla.copy' op transpose needs a 2-D fragment operand}}
+  qla.copy %a -> %f {transpose} : !qla.smem<64xbf16> -> !qla.frag<64xf32>
+  return
+}
+
+// -----
+
+func.func @load_transpose_shared(%A: !qla.global<bf16, 2>, %i: index) {
+  %a = qla.alloc_shared : !qla.smem<64x64xbf16>
+  // expected-error @+1 {{'qla.load' op transpose needs a 2-D fragment operand}}
+  qla.load %A[%i, %i] -> %a {transpose} : !qla.global<bf16, 2> -> !qla.smem<64x64xbf16>
+  return
+}
+
+// -----
+
+func.func @store_transpose_rank(%C: !qla.global<f32, 2>, %i: index) {
+  %f = qla.alloc_frag : !qla.frag<64xf32>
+  // expected-error @+1 {{'qla.store' op transpose needs a 2-D fragment operand}}
+  qla.store %f -> %C[%i, %i] {dropped = array<i64: 0>, transpose} : !qla.frag<64xf32> -> !qla.global<f32, 2>
+  return
+}
+
+// -----
+
 //===----------------------------------------------------------------------===//
 // gemm
 //===----------------------------------------------------------------------===//

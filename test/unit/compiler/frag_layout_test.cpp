@@ -202,3 +202,65 @@ TEST_CASE("layout register counts agree with FragType", "[frag-layout]") {
     }
   }
 }
+
+// The transposed fragment -> 16-bit shared copy (Emitter::emitStmatrixTrans)
+// stores an accumulator-layout fragment [M, N] as tile [N, M] with
+// stmatrix.sync.aligned.m8n8.x4.trans. Simulated here from the instruction's
+// documented semantics (runtime/include/qla/device/ldstmatrix.cuh): for call
+// q, lane l supplies the address of stored row l % 8 of block l / 8; thread t
+// holds, in its register m (the packed registers 8q + 2m, 8q + 2m + 1),
+// column t / 4, rows 2(t%4), 2(t%4) + 1 of the stored block m. The lane's
+// address is what the emitter prints (the origin of its block from the
+// layout's index text at lane 0, plus its row); the set of (tile element ->
+// fragment element) pairs written must be exactly the transposed map, each
+// tile element once, and every address 16-byte aligned within its row.
+TEST_CASE("stmatrix x4 trans writes the transposed accumulator map", "[frag-layout]") {
+  for (unsigned wg : {1u, 2u}) {
+    for (int64_t mPerWg : {64, 128}) {
+      for (int64_t n : {16, 32, 48, 64, 128, 256}) {
+        const int64_t m = mPerWg * wg;
+        FragLayout l(FragLayout::Acc, {m, n}, wg);
+        INFO("acc " << m << "x" << n << " over " << wg);
+        REQUIRE(l.x4Blocks());
+        REQUIRE(l.x4Calls() * 8 == l.regsPerThread());
+        const std::vector<std::string> origin = l.indexText("r_", "0");
+        std::vector<int> written(n * m, 0);
+        bool ok = true;
+        for (int64_t wgl = 0; wgl < wg; ++wgl)
+          for (int64_t warp = 0; warp < 4; ++warp)
+            for (int64_t q = 0; q < l.x4Calls(); ++q) {
+              // The addresses of the 32 stored rows: (tile row, first tile column).
+              int64_t addrRow[32], addrCol[32];
+              for (int64_t lane = 0; lane < 32; ++lane) {
+                const int64_t reg = 8 * q + 2 * (lane / 8);  // emitted: 8 * q + 2 * (qla_lane / 8)
+                FragThread t{lane, warp, wgl};
+                addrRow[lane] = eval(origin[1], reg, t) + lane % 8;  // block origin column + stored row
+                addrCol[lane] = eval(origin[0], reg, t);             // block origin row
+                if (addrCol[lane] % 8 != 0) ok = false;
+              }
+              for (int64_t lane = 0; lane < 32; ++lane)
+                for (int64_t blk = 0; blk < 4; ++blk)
+                  for (int64_t h = 0; h < 2; ++h) {
+                    const int64_t a = 2 * (lane % 4) + h, b = lane / 4;  // stored row a, column b of block blk
+                    const int64_t tr = addrRow[8 * blk + a], tc = addrCol[8 * blk + a] + b;
+                    const std::vector<int64_t> f = l.index(8 * q + 2 * blk + h, FragThread{lane, warp, wgl});
+                    if (tr < 0 || tr >= n || tc < 0 || tc >= m) {
+                      ok = false;
+                      continue;
+                    }
+                    if (f[0] != tc || f[1] != tr) ok = false;  // tile [j, i] = fragment [i, j]
+                    ++written[tr * m + tc];
+                  }
+            }
+        REQUIRE(ok);
+        int64_t bad = -1;
+        for (int64_t e = 0; e < n * m && bad < 0; ++e)
+          if (written[e] != 1) bad = e;
+        INFO("tile element " << bad << " written " << (bad < 0 ? 0 : written[bad]) << " times");
+        REQUIRE(bad < 0);
+      }
+    }
+  }
+  CHECK_FALSE(FragLayout(FragLayout::Acc, {64, 24}, 1).x4Blocks());
+  CHECK_FALSE(FragLayout(FragLayout::Acc, {64, 8}, 1).x4Blocks());
+}

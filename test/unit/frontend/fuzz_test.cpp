@@ -13,8 +13,12 @@ using namespace qla::fe;
 namespace {
 
 std::string readInput(const std::string &name) {
+#ifdef QLA_SOURCE_DIR
+  std::ifstream f(std::string(QLA_SOURCE_DIR) + "/test/frontend-inputs/" + name);
+#else
   std::string here = __FILE__;
   std::ifstream f(here.substr(0, here.rfind('/')) + "/../../frontend-inputs/" + name);
+#endif
   REQUIRE(f.good());
   std::stringstream ss;
   ss << f.rdbuf();

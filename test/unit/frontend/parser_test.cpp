@@ -155,6 +155,29 @@ TEST_CASE("parser: copy, gemm and fragment assignment", "[parser]") {
   CHECK(stmt<FragAssignStmt>(*m, 5).init.kind == FragInit::Kind::Cast);
 }
 
+TEST_CASE("parser: transposed copy operands", "[parser]") {
+  auto m = parse(kernelWith("copy o^T -> s\n"
+                            "copy A[0 :+ 64, 0 :+ 32] -> o^T\n"
+                            "copy A[0 :+ 64, 0 :+ 32]^T -> o\n"
+                            "copy o -> s"));
+  auto &c0 = stmt<CopyStmt>(*m, 0);
+  CHECK(c0.src.transposed);
+  CHECK_FALSE(c0.src.sliced);
+  CHECK(c0.src.transposeLoc.col == 7);
+  CHECK_FALSE(c0.dst.transposed);
+  CHECK(c0.dst.name == "s");
+  auto &c1 = stmt<CopyStmt>(*m, 1);
+  CHECK(c1.src.sliced);
+  CHECK_FALSE(c1.src.transposed);
+  CHECK(c1.dst.transposed);
+  CHECK(c1.transposed());
+  auto &c2 = stmt<CopyStmt>(*m, 2);  // parsed; sema rejects it (not a fragment)
+  CHECK(c2.src.transposed);
+  CHECK(c2.src.slices.size() == 2);
+  CHECK(c2.src.transposeLoc.col == 25);
+  CHECK_FALSE(stmt<CopyStmt>(*m, 3).transposed());
+}
+
 TEST_CASE("parser: loops, parallel, if", "[parser]") {
   auto m = parse(kernelWith("for k in 0 .. cdiv(K, 64) { }\n"
                             "for u in 0..4 unroll { let z = u }\n"

@@ -296,6 +296,49 @@ TEST_CASE("sema: copies", "[sema]") {
   CHECK(stmtAt<CopyStmt>(*m, 11).copyKind == CopyKind::SharedToGlobal);
 }
 
+TEST_CASE("sema: transposed copies", "[sema]") {
+  // lines 4-7; the copy under test is on line 8
+  const std::string decls = "frag o: f32[64, 32]\nshared t: bf16[32, 64]\nshared w: bf16[64, 32]\nfrag v: f32[64]\n";
+  CHECK(err(K(decls + "copy v^T -> C[0, 0 :+ 64]")) ==
+        "t.qla:8:7: error: '^T' needs a 2-D fragment, 'v' has shape [64]");
+  CHECK(err(K(decls + "copy w^T -> o")) ==
+        "t.qla:8:7: error: '^T' transposes the fragment operand of a copy; 'w' is a shared tile");
+  CHECK(err(K(decls + "copy o -> w^T")) ==
+        "t.qla:8:12: error: '^T' transposes the fragment operand of a copy; 'w' is a shared tile");
+  CHECK(err(K(decls + "copy t^T -> w")) ==
+        "t.qla:8:7: error: '^T' transposes the fragment operand of a copy; 't' is a shared tile");
+  CHECK(err(K(decls + "copy A[0 :+ 32, 0 :+ 64]^T -> o")) ==
+        "t.qla:8:25: error: '^T' transposes the fragment operand of a copy; 'A' is a global tensor slice");
+  CHECK(err(K(decls + "copy o -> C^T[0 :+ 32, 0 :+ 64]")) ==
+        "t.qla:8:12: error: '^T' transposes the fragment operand of a copy; 'C' is a global tensor slice");
+  CHECK(err(K(decls + "copy o^T -> C[0 :+ 64, 0 :+ 32]")) ==
+        "t.qla:8:13: error: slice shape [64, 32] of 'C' does not match the transposed shape [32, 64] of fragment 'o'");
+  CHECK(err(K(decls + "copy A[0 :+ 64, 0 :+ 32] -> o^T")) ==
+        "t.qla:8:6: error: slice shape [64, 32] of 'A' does not match the transposed shape [32, 64] of fragment 'o'");
+  CHECK(err(K(decls + "copy o^T -> w")) ==
+        "t.qla:8:13: error: shape [64, 32] of 'w' does not match the transposed shape [32, 64] of fragment 'o'");
+  CHECK(err(K(decls + "copy w -> o^T")) ==
+        "t.qla:8:11: error: shape [64, 32] of 'w' does not match the transposed shape [32, 64] of fragment 'o'");
+
+  auto m = ok(K(decls + "copy o^T -> t\ncopy t -> o^T\ncopy o^T -> C[0 :+ 32, 0 :+ 64]\n"
+                        "copy A[0 :+ 32, 0 :+ 64] -> o^T\ncopy o^T -> C[0 :+ 32 until n, 0 :+ 64 until n]\n"
+                        "copy A[0 :+ 32 until n, 0 :+ 64] -> o^T\nfrag p: bf16[64, 32]\ncopy p^T -> t"));
+  CHECK(stmtAt<CopyStmt>(*m, 4).copyKind == CopyKind::FragToShared);
+  CHECK(stmtAt<CopyStmt>(*m, 4).src.transposed);
+  CHECK_FALSE(stmtAt<CopyStmt>(*m, 4).dst.transposed);
+  CHECK(stmtAt<CopyStmt>(*m, 5).copyKind == CopyKind::SharedToFrag);
+  CHECK(stmtAt<CopyStmt>(*m, 5).dst.transposed);
+  CHECK(stmtAt<CopyStmt>(*m, 6).copyKind == CopyKind::FragToGlobal);
+  CHECK(stmtAt<CopyStmt>(*m, 6).transposed());
+  CHECK(stmtAt<CopyStmt>(*m, 7).copyKind == CopyKind::GlobalToFrag);
+  CHECK(stmtAt<CopyStmt>(*m, 7).transposed());
+  CHECK(stmtAt<CopyStmt>(*m, 8).dst.sliceShape == std::vector<int64_t>{32, 64});
+  CHECK(stmtAt<CopyStmt>(*m, 9).copyKind == CopyKind::GlobalToFrag);
+  CHECK(stmtAt<CopyStmt>(*m, 11).copyKind == CopyKind::FragToShared);
+  // Untransposed copies are unchanged.
+  CHECK_FALSE(stmtAt<CopyStmt>(*ok(K(decls + "copy o -> w")), 4).transposed());
+}
+
 TEST_CASE("sema: gemm", "[sema]") {
   const std::string decls =
       "shared a: bf16[64, 32]\nshared b: bf16[128, 32]\nfrag c: f32[64, 128]\nfrag fa: bf16[64, 32]\n"

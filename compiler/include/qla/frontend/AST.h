@@ -538,6 +538,10 @@ struct TileRef {
   std::string name;
   bool sliced = false;
   std::vector<Slice> slices;
+  // Written NAME^T (after the name, or after the slice's ']'): the fragment
+  // operand of a copy is transposed (sema rejects it on any other operand).
+  bool transposed = false;
+  SourceLoc transposeLoc;  // the '^T'
   Decl *decl = nullptr;  // set by sema: TensorArgDecl when sliced, else a TileDecl
   // Set by sema for slices: the tile shape (extents of the non-dropped dims, in
   // order) and the tensor dims indexed by a single index.
@@ -553,10 +557,12 @@ enum class CopyKind : uint8_t {
 const char *copyKindStr(CopyKind k);
 
 // copy SRC -> DST. Conversions happen when a fragment is involved (the dtypes
-// may differ); global<->shared copies have equal dtypes.
+// may differ); global<->shared copies have equal dtypes. `copy f^T -> d` /
+// `copy s -> f^T` transpose: d[j, i] = f[i, j] / f[i, j] = s[j, i].
 struct CopyStmt : Stmt {
   TileRef src, dst;
   CopyKind copyKind = CopyKind::GlobalToShared;  // set by sema
+  bool transposed() const { return src.transposed || dst.transposed; }
   CopyStmt(SourceLoc l) : Stmt(StmtKind::Copy, std::move(l)) {}
   static bool classof(const Stmt *s) { return s->kind == StmtKind::Copy; }
 };
