@@ -348,6 +348,7 @@ void Emitter::emitSharedGlobalVectors(Value smem, SharedType src, const TileAcce
 // and the pair is 4-byte (16-bit) or 8-byte (f32) aligned, so it moves as
 // one access.
 LogicalResult Emitter::emitCopy(CopyOp op) {
+  if (isa<SharedType>(op.getSrc().getType()) && isa<SharedType>(op.getDst().getType())) return emitSharedCopy(op);
   auto frag = dyn_cast<FragType>(op.getDst().getType());
   bool toFrag = frag != nullptr;
   if (!toFrag) frag = cast<FragType>(op.getSrc().getType());
@@ -360,20 +361,13 @@ LogicalResult Emitter::emitCopy(CopyOp op) {
   const bool pairs =
       !trans && lay.rank() == 2 && lay.pairsColumns() && tile.getShape().size() == 2 && (is16(te) || te.isF32());
   std::string tn = name(toFrag ? op.getSrc() : op.getDst());
-  // After a fragment -> shared copy: a proxy fence right after
-  // (qla-insert-fences) is followed by its own barrier; a barrier here as
-  // well would only add a wait.
-  auto syncAfterStore = [&]() {
-    Operation *next = op->getNextNode();
-    bool fencedAndSynced = isa_and_nonnull<FenceProxyAsyncOp>(next) && next->getNextNode() &&
-                           isa<BlockSyncOp, NamedBarrierOp>(next->getNextNode());
-    if (!fencedAndSynced) line(groupSync());
-    return success();
-  };
-  if (!toFrag) line(groupSync());  // other threads may still read the tile
+  // Other threads may still read the tile; not a put's slot, which no
+  // thread of the role reads (they all waited for it to be empty).
+  if (!toFrag && !op->hasAttr("qla.slot_fill")) line(groupSync());
   if (trans && !toFrag && is16(te) && lay.x4Blocks()) {
     emitStmatrixTrans(op);
-    return syncAfterStore();
+    if (!fencedAndSynced(op)) line(groupSync());
+    return success();
   }
   RegLoop l = openRegLoop(frag);
   std::string row = tile.getShape().size() == 2 ? l.idx[0] : "0", col = l.idx.back();
@@ -413,7 +407,8 @@ LogicalResult Emitter::emitCopy(CopyOp op) {
   }
   closeLoop();
   if (toFrag) return success();
-  return syncAfterStore();
+  if (!fencedAndSynced(op)) line(groupSync());
+  return success();
 }
 
 // A transposed fragment [M, N] -> 16-bit shared tile [N, M] copy with
@@ -460,6 +455,38 @@ void Emitter::emitStmatrixTrans(CopyOp op) {
   closeLoop();
   --indent_;
   line("}");
+}
+
+// A proxy fence right after a store to shared memory (qla-insert-fences) is
+// followed by its own barrier; a barrier after the store as well would only
+// add a wait. A put's stores into its slot (qla-lower-channels) are each
+// fenced, then share one barrier.
+bool Emitter::fencedAndSynced(Operation *store) {
+  Operation *next = store->getNextNode();
+  while (isa_and_nonnull<FenceProxyAsyncOp>(next)) {
+    next = next->getNextNode();
+    if (isa_and_nonnull<BlockSyncOp, NamedBarrierOp>(next)) return true;
+    // Another fenced store to shared memory: look past it.
+    auto c = dyn_cast_or_null<CopyOp>(next);
+    if (!c || !isa<SharedType>(c.getDst().getType())) return false;
+    next = next->getNextNode();
+  }
+  return false;
+}
+
+// Shared→shared copy into a put's slot: the group's threads stride over the
+// tile, converting the dtype through float when it changes.
+LogicalResult Emitter::emitSharedCopy(CopyOp op) {
+  auto src = cast<SharedType>(op.getSrc().getType()), dst = cast<SharedType>(op.getDst().getType());
+  std::vector<std::string> idx = openTileLoop(dst);
+  std::string row = idx.size() == 2 ? idx[0] : "0", col = idx.back();
+  std::string v = fmt::format("{}[{}]", name(op.getSrc()), smemIndex(src, row, col));
+  if (src.getElementType() != dst.getElementType())
+    v = storeFromFloat(dst.getElementType(), loadAsFloat(src.getElementType(), v));
+  line(fmt::format("{}[{}] = {};", name(op.getDst()), smemIndex(dst, row, col), v));
+  closeLoop();
+  if (!fencedAndSynced(op)) line(groupSync());
+  return success();
 }
 
 LogicalResult Emitter::emitCast(CastOp op) {

@@ -76,6 +76,8 @@ class Emitter {
   mlir::LogicalResult emitLoad(mlir::qla::LoadOp op);
   mlir::LogicalResult emitStore(mlir::qla::StoreOp op);
   mlir::LogicalResult emitCopy(mlir::qla::CopyOp op);
+  mlir::LogicalResult emitSharedCopy(mlir::qla::CopyOp op);
+  bool fencedAndSynced(mlir::Operation *store);
   mlir::LogicalResult emitCast(mlir::qla::CastOp op);
   mlir::LogicalResult emitReduce(mlir::qla::ReduceOp op);
   mlir::LogicalResult emitParallel(mlir::qla::ParallelOp op);

@@ -143,6 +143,7 @@ const char *copyKindStr(CopyKind k) {
   case CopyKind::FragToShared: return "frag->shared";
   case CopyKind::FragToGlobal: return "frag->global";
   case CopyKind::SharedToGlobal: return "shared->global";
+  case CopyKind::SharedToShared: return "shared->shared";
   }
   return "?";
 }
@@ -491,9 +492,10 @@ class Dumper {
         f += (i ? ", " : "") + fd.name + ": " + dtype(fd.dtypeName, fd.dtypeParam, fd.dtype) +
              (fd.shape.empty() ? exprsStr(fd.extents) : shapeStr(fd.shape));
       }
+      std::string consumers;
+      for (size_t i = 0; i < x.consumers.size(); ++i) consumers += (i ? ", " : " consumer ") + x.consumers[i]->name;
       line(ind, "channel " + x.name + " {" + f + "} depth " + std::to_string(x.depthValue) +
-                    (x.producer ? " producer " + x.producer->name : "") +
-                    (x.consumer ? " consumer " + x.consumer->name : ""));
+                    (x.producer ? " producer " + x.producer->name : "") + consumers);
       return;
     }
     case StmtKind::Put:

@@ -343,6 +343,7 @@ void Sema::checkLaunch(KernelDecl &k) {
 
 void Sema::checkKernel(KernelDecl &k) {
   kernel_ = &k;
+  roleFrags_.clear();
   k.roles.clear();
   k.channels.clear();
   ctx_ = Ctx();

@@ -125,6 +125,7 @@ class Sema {
   std::unordered_set<const void *> badDtype_;  // decls whose dtype name was invalid
   KernelDecl *kernel_ = nullptr;
   bool roleKernel_ = false;
+  std::vector<FragDecl *> roleFrags_;  // fragments declared in roles, to name their role when out of scope
   Ctx ctx_;
 };
 

@@ -188,6 +188,7 @@ void Sema::checkFrag(FragDecl &s) {
   checkTileType(s.dtypeName, s.dtypeLoc, s.dtype, s.dtypeParam, dtypeOk, s.extents, s.shape, "fragment");
   if (!dtypeOk) badDtype_.insert(static_cast<Decl *>(&s));
   s.role = ctx_.role;
+  if (s.role) roleFrags_.push_back(&s);
   checkFragInit(s, s.init);
   declare(&s);
 }
@@ -296,6 +297,13 @@ void Sema::checkFragAssign(FragAssignStmt &s) {
 Sema::Side Sema::checkRef(TileRef &r) {
   Decl *d = lookup(r.name);
   if (!d) {
+    // Another role's fragment is out of scope; say so rather than "undeclared".
+    for (FragDecl *f : roleFrags_)
+      if (f->name == r.name && ctx_.role && f->role != ctx_.role) {
+        error(r.loc, "fragment '" + r.name + "' belongs to role '" + f->role->name + "', not to role '" +
+                         ctx_.role->name + "' (hand tiles to another role through a channel)");
+        return Side::Bad;
+      }
     error(r.loc, "use of undeclared name '" + r.name + "'");
     return Side::Bad;
   }
@@ -370,13 +378,20 @@ void Sema::checkCopy(CopyStmt &s) {
     return error(s.loc, "cannot copy from a global tensor to a global tensor");
   if (from == Side::Frag && to == Side::Frag)
     return error(s.loc, "cannot copy a fragment to a fragment (use cast(...) to convert)");
-  if (from == Side::Shared && to == Side::Shared)
+  bool inPut = ctx_.slot && ctx_.slot->isPut();
+  if (from == Side::Shared && to == Side::Shared && !inPut)
     return error(s.loc, "cannot copy a shared tile to a shared tile");
 
-  if (ctx_.slot && ctx_.slot->isPut()) {
+  if (inPut) {
+    // A put fills its slot from global memory (TMA), or from the role's
+    // fragments or shared tiles (stores by the role's threads); see LowerChannels.
+    if (auto *b = as<SlotBindingDecl>(s.src.decl))
+      return error(s.src.loc, "cannot copy out of slot tile '" + b->name +
+                                  "' inside 'put'; a put only writes its slot's tiles");
     auto *b = as<SlotBindingDecl>(s.dst.decl);
-    if (from != Side::Global || !b || b->owner != ctx_.slot)
-      return error(s.loc, "inside 'put', copies must go from a global tensor into the slot's tiles");
+    if (!b || b->owner != ctx_.slot)
+      return error(s.dst.loc, "inside 'put', a copy must write one of the slot's tiles; '" + s.dst.name +
+                                  "' is not bound by this put");
   }
   if (auto *b = as<SlotBindingDecl>(s.dst.decl); b && !b->owner->isPut())
     return error(s.dst.loc, "slot tile '" + b->name + "' is read-only inside 'get'");
@@ -416,7 +431,8 @@ void Sema::checkCopy(CopyStmt &s) {
     return error(s.dst.loc, "shape " + shapeString(a->shape) + " of '" + s.src.name + "' does not match shape " +
                                 shapeString(b->shape) + " of '" + s.dst.name + "'");
   }
-  s.copyKind = from == Side::Shared ? CopyKind::SharedToFrag : CopyKind::FragToShared;
+  if (from == Side::Shared) s.copyKind = to == Side::Shared ? CopyKind::SharedToShared : CopyKind::SharedToFrag;
+  else s.copyKind = CopyKind::FragToShared;
 }
 
 TileDecl *Sema::resolveOperand(GemmOperand &o, const char *which) {
@@ -631,7 +647,8 @@ void Sema::checkChannel(ChannelDecl &s) {
     else if (*v > kMaxBuffers) error(s.depth->loc, "a channel may have a depth of at most " + std::to_string(kMaxBuffers) + ", got " + std::to_string(*v));
     else s.depthValue = *v;
   }
-  s.producer = s.consumer = nullptr;
+  s.producer = nullptr;
+  s.consumers.clear();
   s.puts.clear();
   s.gets.clear();
   s.index = int(kernel_->channels.size());
@@ -654,20 +671,30 @@ void Sema::checkSlot(SlotStmt &s) {
       error(s.channelLoc, "channel '" + ch->name + "' has " + std::to_string(ch->fields.size()) + " tile" +
                               (ch->fields.size() == 1 ? "" : "s") + " per slot but '" + kw + "' binds " +
                               std::to_string(s.bindings.size()) + " name" + (s.bindings.size() == 1 ? "" : "s"));
-    RoleStmt *&mine = s.isPut() ? ch->producer : ch->consumer;
-    RoleStmt *other = s.isPut() ? ch->consumer : ch->producer;
+    // One producer role; any number of consumer roles, none of them the producer.
+    bool consumes = s.role && std::find(ch->consumers.begin(), ch->consumers.end(), s.role) != ch->consumers.end();
     if (s.role) {
-      if (mine && mine != s.role)
-        error(s.loc, "channel '" + ch->name + "' already has its " + kw + "s in role '" + mine->name +
-                         "'; all " + kw + "s of a channel must be in one role");
-      else if (other == s.role)
+      if (s.isPut() && ch->producer && ch->producer != s.role)
+        error(s.loc, "channel '" + ch->name + "' already has its puts in role '" + ch->producer->name +
+                         "'; all puts of a channel must be in one role");
+      else if (s.isPut() ? consumes : ch->producer == s.role)
         error(s.loc, "channel '" + ch->name + "' is used by 'put' and 'get' in the same role '" + s.role->name +
                          "'; the producer and the consumer must be different roles");
-      else
-        mine = s.role;
+      else if (s.isPut())
+        ch->producer = s.role;
+      else if (!consumes)
+        ch->consumers.push_back(s.role);
     }
+    for (SlotStmt *o = ctx_.slot; o; o = o->outer)
+      if (o->channel == ch) {
+        error(s.loc, std::string("'") + kw + " " + ch->name + "' is nested in a '" + (o->isPut() ? "put" : "get") +
+                         "' of the same channel (at line " + std::to_string(o->loc.line) +
+                         "); it would wait on a slot that the outer one holds");
+        break;
+      }
     (s.isPut() ? ch->puts : ch->gets).push_back(&s);
   }
+  s.outer = ctx_.slot;
   CtxGuard c(*this);
   ctx_.slot = &s;
   ScopeGuard g(*this);

@@ -289,7 +289,8 @@ void IRGen::genCopy(const fe::CopyStmt &c) {
       return;
     }
     case K::SharedToFrag:
-    case K::FragToShared: {
+    case K::FragToShared:
+    case K::SharedToShared: {
       Value s = lookup(c.src.tile(), c.src.loc), d = lookup(c.dst.tile(), c.dst.loc);
       if (s && d) {
         auto cp = CopyOp::create(b_, l, s, d);

@@ -91,6 +91,23 @@ def main():
         report_exact(f"transpose_copy R={rows} Z=X", z, x)
         report_exact(f"transpose_copy R={rows} W=X^T", w, x.T)
 
+    # (e) channels between compute roles: inp (TMA) has two consumer roles,
+    # mid is filled from aux's registers; 5 steps per block wrap the depth-2
+    # rings, T=1000 and T=321 end inside a block's steps (clipped chunks).
+    k = qla.compile(os.path.join(ROOT, "examples", "compute_channel.qla"))
+    for t in (320, 321, 1000, 4096):
+        x = torch.randn(t, 64, device="cuda", generator=gen).to(torch.bfloat16)
+        y = torch.full((t, 64), float("nan"), device="cuda")
+        scale = 64 ** -0.5
+        k(x, y, scale)
+        torch.cuda.synchronize()
+        ref = torch.empty(t, 64, dtype=torch.float64, device="cuda")
+        for c0 in range(0, t, 64):
+            xc = x[c0:c0 + 64].double()
+            m = ((xc @ xc.T) * scale).to(torch.bfloat16).double()  # aux stores bf16
+            ref[c0:c0 + 64] = m @ xc
+        report(f"compute_channel T={t}", rms_rel(y, ref), 1e-2, y)
+
     print("ALL PASS" if failures == 0 else f"{failures} FAILED")
     return 1 if failures else 0
 

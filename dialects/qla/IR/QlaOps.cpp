@@ -114,7 +114,7 @@ LogicalResult StoreOp::verify() {
 
 LogicalResult CopyOp::verify() {
   Type s = getSrc().getType(), d = getDst().getType();
-  if (isa<SharedType>(s) == isa<SharedType>(d))
+  if (isa<FragType>(s) && isa<FragType>(d))
     return emitOpError("copies between tiles go shared→fragment or fragment→shared");
   if (getTranspose()) {
     Type f = isa<FragType>(s) ? s : d, m = isa<FragType>(s) ? d : s;
@@ -124,6 +124,11 @@ LogicalResult CopyOp::verify() {
       return emitOpError("transposed shape mismatch: fragment ") << shapeStr(fs) << ", tile " << shapeStr(ms);
     return success();
   }
+  // Shared→shared (a thread copy) only fills a put's slot, before and after
+  // qla-lower-channels (which marks the copies it takes out of the put).
+  if (isa<SharedType>(s) && isa<SharedType>(d) && !(*this)->getParentOfType<PutOp>() &&
+      !(*this)->hasAttr("qla.slot_fill"))
+    return emitOpError("copies between shared tiles are only valid inside a qla.put, into its slot");
   if (tileShape(s) != tileShape(d))
     return emitOpError("shape mismatch: ") << shapeStr(tileShape(s)) << " vs " << shapeStr(tileShape(d));
   return success();
@@ -335,9 +340,11 @@ LogicalResult ChannelOp::verify() {
   if (t.getSlotTypes().empty()) return emitOpError("a slot holds at least one tile");
   for (Type s : t.getSlotTypes())
     if (!isa<SharedType>(s)) return emitOpError("slots hold shared tiles, got ") << s;
-  // Producers and consumers: puts in exactly one role, gets in exactly one other.
-  RoleOp putRole, getRole;
-  bool hasPut = false, hasGet = false;
+  // Producers and consumers: puts in exactly one role, gets in one or more
+  // other roles.
+  RoleOp putRole;
+  SmallVector<RoleOp> getRoles;
+  bool hasPut = false;
   for (Operation *user : getResult().getUsers()) {
     auto role = user->getParentOfType<RoleOp>();
     if (isa<PutOp>(user)) {
@@ -345,14 +352,12 @@ LogicalResult ChannelOp::verify() {
       hasPut = true;
       putRole = role;
     } else if (isa<GetOp>(user)) {
-      if (hasGet && role != getRole) return user->emitOpError("gets from channel '") << getName() << "' in two roles";
-      hasGet = true;
-      getRole = role;
+      getRoles.push_back(role);
     }
   }
-  if (!hasPut || !hasGet)
+  if (!hasPut || getRoles.empty())
     return emitOpError("channel '") << getName() << "' needs a put and a get";
-  if (putRole == getRole)
+  if (llvm::is_contained(getRoles, putRole))
     return emitOpError("channel '") << getName() << "' is put and got in the same role";
   return success();
 }
@@ -371,20 +376,25 @@ static LogicalResult verifySlotBlock(Operation *op, ChannelType ch, Region &r) {
 
 LogicalResult PutOp::verify() {
   if (failed(verifySlotBlock(*this, getChannel().getType(), getBody()))) return failure();
+  auto args = getBody().front().getArguments();
+  // The tile a load or copy of the body writes, if it is one.
+  auto written = [](Operation *o) -> Value {
+    if (auto l = dyn_cast<LoadOp>(o)) return l.getDst();
+    if (auto c = dyn_cast<CopyOp>(o)) return c.getDst();
+    return {};
+  };
   for (Operation &o : getBody().front().without_terminator()) {
-    auto load = dyn_cast<LoadOp>(o);
-    if (!load && !o.hasTrait<OpTrait::ConstantLike>() && !isa<arith::ArithDialect>(o.getDialect()))
-      return o.emitOpError("is not allowed in a put: a put only loads global tiles into its slot");
-    if (load && !llvm::is_contained(getBody().front().getArguments(), load.getDst()))
-      return load.emitOpError("in a put must write one of the slot's tiles");
+    Value dst = written(&o);
+    if (!dst && !o.hasTrait<OpTrait::ConstantLike>() && !isa<arith::ArithDialect>(o.getDialect()))
+      return o.emitOpError("is not allowed in a put: a put only copies global tiles, fragments or shared tiles into its slot");
+    if (dst && !llvm::is_contained(args, dst)) return o.emitOpError("in a put must write one of the slot's tiles");
+    if (auto c = dyn_cast<CopyOp>(o); c && llvm::is_contained(args, c.getSrc()))
+      return o.emitOpError("in a put cannot read the slot's tiles");
   }
   // Every slot tile is filled exactly once: the slot's byte count is armed
   // for all of them, so a missing copy would hang the consumer.
-  for (BlockArgument arg : getBody().front().getArguments()) {
-    int writes = llvm::count_if(arg.getUsers(), [&](Operation *u) {
-      auto l = dyn_cast<LoadOp>(u);
-      return l && l.getDst() == arg;
-    });
+  for (BlockArgument arg : args) {
+    int writes = llvm::count_if(arg.getUsers(), [&](Operation *u) { return written(u) == arg; });
     if (writes != 1)
       return emitOpError("must copy into each slot tile exactly once; tile #")
              << arg.getArgNumber() << " is written " << writes << " time(s)";

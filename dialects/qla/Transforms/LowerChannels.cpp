@@ -1,4 +1,6 @@
-// Channel lowering: put/get → mbarrier rings with explicit phases; one-shot
+// Channel lowering: put/get → mbarrier rings with explicit phases (TMA puts
+// by one elected thread, puts that store fragments or shared tiles by all
+// threads of the producer role; one ring cursor per consumer role); one-shot
 // global→shared loads → TMA on a one-slot ring.
 #include "dialects/qla/Transforms/Passes.h"
 
@@ -116,7 +118,10 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
       else return u->emitOpError("cannot use a channel");
     }
     RoleOp putRole = puts.front()->getParentOfType<RoleOp>();
-    RoleOp getRole = gets.front()->getParentOfType<RoleOp>();
+    // The consumer roles; each has its own ring cursor.
+    SmallVector<RoleOp> getRoles;
+    for (GetOp g : gets)
+      if (!llvm::is_contained(getRoles, g->getParentOfType<RoleOp>())) getRoles.push_back(g->getParentOfType<RoleOp>());
 
     // Storage: `depth` copies of every slot tile.
     SmallVector<Value> buffers;
@@ -125,8 +130,13 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
       for (Type t : ct.getSlotTypes())
         buffers.push_back(AllocSharedOp::create(b, loc, t, b.getI64IntegerAttr(depth), IntegerAttr()));
     }
+    // full: one arrival per phase (the elected producer thread; see lowerComputePut
+    // for puts whose threads write the slot). empty: one arrival per warpgroup of
+    // every consumer role, so a slot is free only once all of them released it.
+    int64_t releases = 0;
+    for (RoleOp r : getRoles) releases += r.getNumWarpgroups();
     Value full = makeBarriers(loc, depth, 1);
-    Value empty = makeBarriers(loc, depth, getRole.getNumWarpgroups());
+    Value empty = makeBarriers(loc, depth, releases);
     std::string name = ch.getName().str();
 
     auto makeRing = [&](RoleOp role, StringRef suffix) {
@@ -135,12 +145,19 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
           .getResult();
     };
     Value putRing = makeRing(putRole, ".put");
-    Value getRing = makeRing(getRole, ".get");
+    DenseMap<Operation *, Value> getRings;
+    for (RoleOp r : getRoles)
+      getRings[r] = makeRing(r, getRoles.size() == 1 ? std::string(".get") : ".get." + r.getName().str());
 
     int64_t slotBytes = 0;
     for (Type t : ct.getSlotTypes()) slotBytes += tileBytes(t);
 
     for (PutOp put : puts) {
+      bool byThreads = llvm::any_of(put.getBody().front(), [](Operation &o) { return isa<CopyOp>(o); });
+      if (byThreads) {
+        if (failed(lowerComputePut(put, buffers, full, empty, putRing))) return failure();
+        continue;
+      }
       OpBuilder b(put);
       Location l = put.getLoc();
       Value slot = RingSlotOp::create(b, l, b.getIndexType(), putRing);
@@ -159,10 +176,7 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
         map.map(arg, SlotOp::create(eb, namedAs(arg, l), buf.getType(), buf, slot).getResult());
       for (Operation &op : put.getBody().front().without_terminator()) {
         if (auto load = dyn_cast<LoadOp>(op)) {
-          if (!load.getLimits().empty())
-            return load.emitOpError("a put cannot bound its copies with `until` (TMA clips only at the tensor's edge); "
-                                    "mask the rows in a map instead"),
-                   failure();
+          if (failed(checkTmaLoad(load))) return failure();
           SmallVector<Value> coords;
           for (Value v : load.getOffsets()) coords.push_back(map.lookupOrDefault(v));
           TmaLoadOp::create(eb, load.getLoc(), load.getSrc(), coords, map.lookup(load.getDst()),
@@ -177,6 +191,7 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
     }
 
     for (GetOp get : gets) {
+      Value getRing = getRings.lookup(get->getParentOfType<RoleOp>());
       OpBuilder b(get);
       Location l = get.getLoc();
       Value slot = RingSlotOp::create(b, l, b.getIndexType(), getRing);
@@ -187,12 +202,84 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
         map.map(arg, SlotOp::create(b, namedAs(arg, l), buf.getType(), buf, slot).getResult());
       for (Operation &op : get.getBody().front().without_terminator()) b.clone(op, map);
       // Gemms in the body are waited on (wgmma_wait) before this point once
-      // lowered, so the slot's tiles are no longer read.
+      // lowered, so the slot's tiles are no longer read by the async proxy.
+      // Thread copies out of the slot are ordinary loads: the warpgroup's
+      // threads meet before its one arrival, so none still reads the slot.
+      bool readByThreads = get.getBody().walk([&](CopyOp c) {
+                                  return llvm::is_contained(get.getBody().front().getArguments(), c.getSrc())
+                                             ? WalkResult::interrupt()
+                                             : WalkResult::advance();
+                                }).wasInterrupted();
+      if (readByThreads) emitGroupSync(b, l, get);
       BarrierArriveOp::create(b, l, empty, slot, b.getUnitAttr());
       RingAdvanceOp::create(b, l, getRing);
       get.erase();
     }
     ch.erase();
+    return success();
+  }
+
+  static LogicalResult checkTmaLoad(LoadOp load) {
+    if (load.getLimits().empty()) return success();
+    return load.emitOpError("a put cannot bound its copies with `until` (TMA clips only at the tensor's edge); "
+                            "mask the rows in a map instead");
+  }
+
+  // A put whose body stores fragments into the slot (qla.copy) runs on every
+  // thread of the producer role: all wait for the slot to be empty, each
+  // stores its part, and the elected thread issues the TMA loads if any.
+  // Ordering for the consumers (async proxy: wgmma, TMA store; or threads):
+  //   every writing thread: fence.proxy.async.shared::cta (its generic-proxy
+  //   stores become visible to the async proxy), then a named barrier among
+  //   the role's threads, then one elected arrival on `full` (with expect_tx
+  //   for the TMA bytes). The barrier orders every thread's stores and fence
+  //   before that arrival (release), which the consumer's wait acquires; so
+  //   the full barrier keeps one arrival per phase, like a TMA-only put, and
+  //   the channel's barrier setup does not depend on what its puts contain.
+  LogicalResult lowerComputePut(PutOp put, ArrayRef<Value> buffers, Value full, Value empty, Value putRing) {
+    OpBuilder b(put);
+    Location l = put.getLoc();
+    Value slot = RingSlotOp::create(b, l, b.getIndexType(), putRing);
+    Value phase = RingPhaseOp::create(b, l, b.getI32Type(), putRing);
+    // A fresh barrier completes phase "1" at once (see the TMA put).
+    Value one = arith::ConstantIntOp::create(b, l, b.getI32Type(), 1);
+    Value flipped = arith::XOrIOp::create(b, l, phase, one);
+    BarrierWaitOp::create(b, l, empty, slot, flipped);
+    IRMapping map;
+    for (auto [arg, buf] : llvm::zip(put.getBody().front().getArguments(), buffers))
+      map.map(arg, SlotOp::create(b, namedAs(arg, l), buf.getType(), buf, slot).getResult());
+    SmallVector<LoadOp> tma;
+    for (Operation &op : put.getBody().front().without_terminator()) {
+      if (auto load = dyn_cast<LoadOp>(op)) {
+        if (failed(checkTmaLoad(load))) return failure();
+        tma.push_back(load);
+      } else if (auto copy = dyn_cast<CopyOp>(op)) {
+        b.clone(op, map)->setAttr("qla.slot_fill", b.getUnitAttr());
+        FenceProxyAsyncOp::create(b, copy.getLoc());
+      } else {
+        b.clone(op, map);
+      }
+    }
+    emitGroupSync(b, l, put);
+    auto elect = ElectOp::create(b, l);
+    elect.getBody().emplaceBlock();
+    OpBuilder eb = OpBuilder::atBlockEnd(&elect.getBody().front());
+    if (tma.empty()) {
+      BarrierArriveOp::create(eb, l, full, slot, UnitAttr());
+    } else {
+      int64_t bytes = 0;
+      for (LoadOp ld : tma) bytes += tileBytes(ld.getDst().getType());
+      BarrierExpectTxOp::create(eb, l, full, slot, eb.getI64IntegerAttr(bytes));
+      for (LoadOp ld : tma) {
+        SmallVector<Value> coords;
+        for (Value v : ld.getOffsets()) coords.push_back(map.lookupOrDefault(v));
+        TmaLoadOp::create(eb, ld.getLoc(), ld.getSrc(), coords, map.lookup(ld.getDst()), full, slot,
+                             ld.getDroppedAttr());
+      }
+    }
+    qlanv::YieldOp::create(eb, l);
+    RingAdvanceOp::create(b, l, putRing);
+    put.erase();
     return success();
   }
 

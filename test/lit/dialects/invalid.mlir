@@ -188,7 +188,7 @@ func.func @copy_frag_frag() {
 func.func @copy_shared_shared() {
   %a = qla.alloc_shared : !qla.smem<64x64xbf16>
   %b = qla.alloc_shared : !qla.smem<64x64xbf16>
-  // expected-error @+1 {{'qla.copy' op copies between tiles go shared→fragment or fragment→shared}}
+  // expected-error @+1 {{'qla.copy' op copies between shared tiles are only valid inside a qla.put, into its slot}}
   qla.copy %a -> %b : !qla.smem<64x64xbf16> -> !qla.smem<64x64xbf16>
   return
 }
@@ -797,24 +797,20 @@ func.func @channel_puts_in_two_roles(%A: !qla.global<bf16, 2>, %i: index) {
 
 // -----
 
-func.func @channel_gets_in_two_roles(%A: !qla.global<bf16, 2>, %i: index) {
-  %ch = qla.channel "ab" : !qla.channel<[!qla.smem<64x64xbf16>], 2>
+func.func @put_reads_its_slot(%A: !qla.global<bf16, 2>, %i: index) {
+  %ch = qla.channel "ab" : !qla.channel<[!qla.smem<64x64xbf16>, !qla.smem<64x64xbf16>], 2>
   qla.role "load" warpgroups 0 to 0 regs 0 {
     qla.put %ch {
-    ^bb0(%a: !qla.smem<64x64xbf16>):
+    ^bb0(%a: !qla.smem<64x64xbf16>, %b: !qla.smem<64x64xbf16>):
       qla.load %A[%i, %i] -> %a : !qla.global<bf16, 2> -> !qla.smem<64x64xbf16>
-    } : !qla.channel<[!qla.smem<64x64xbf16>], 2>
+      // expected-error @+1 {{'qla.copy' op in a put cannot read the slot's tiles}}
+      qla.copy %a -> %b : !qla.smem<64x64xbf16> -> !qla.smem<64x64xbf16>
+    } : !qla.channel<[!qla.smem<64x64xbf16>, !qla.smem<64x64xbf16>], 2>
   }
-  qla.role "math0" warpgroups 1 to 1 regs 0 {
-    // expected-error @+1 {{'qla.get' op gets from channel 'ab' in two roles}}
+  qla.role "math" warpgroups 1 to 1 regs 0 {
     qla.get %ch {
-    ^bb0(%a: !qla.smem<64x64xbf16>):
-    } : !qla.channel<[!qla.smem<64x64xbf16>], 2>
-  }
-  qla.role "math1" warpgroups 2 to 2 regs 0 {
-    qla.get %ch {
-    ^bb0(%a: !qla.smem<64x64xbf16>):
-    } : !qla.channel<[!qla.smem<64x64xbf16>], 2>
+    ^bb0(%a: !qla.smem<64x64xbf16>, %b: !qla.smem<64x64xbf16>):
+    } : !qla.channel<[!qla.smem<64x64xbf16>, !qla.smem<64x64xbf16>], 2>
   }
   return
 }
@@ -826,7 +822,7 @@ func.func @put_non_load(%A: !qla.global<bf16, 2>, %i: index) {
   qla.role "load" warpgroups 0 to 0 regs 0 {
     qla.put %ch {
     ^bb0(%a: !qla.smem<64x64xbf16>):
-      // expected-error @+1 {{'qla.alloc_frag' op is not allowed in a put: a put only loads global tiles into its slot}}
+      // expected-error @+1 {{'qla.alloc_frag' op is not allowed in a put: a put only copies global tiles, fragments or shared tiles into its slot}}
       %f = qla.alloc_frag : !qla.frag<64x64xf32>
       qla.load %A[%i, %i] -> %a : !qla.global<bf16, 2> -> !qla.smem<64x64xbf16>
     } : !qla.channel<[!qla.smem<64x64xbf16>], 2>

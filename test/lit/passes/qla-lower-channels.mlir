@@ -130,6 +130,9 @@ func.func @gemm(%A: !qla.global<bf16, 2>, %B: !qla.global<bf16, 2>, %K: index, %
 // CHECK-NEXT: qlanv.slot %[[YBUF0]][%[[YG]]]
 // CHECK-NEXT: %[[W:.*]] = qlanv.slot %[[YBUF1]][%[[YG]]]
 // CHECK-NEXT: qla.copy %[[W]] -> %{{.*}} : !qla.smem<64x32xf32, swizzle 128> -> !qla.frag<64x32xf32>
+// The copy reads the slot with threads: the role's barrier (id 2, 3
+// warpgroups) before the one arrival per warpgroup that frees the slot.
+// CHECK-NEXT: qlanv.named_barrier 2, 384
 // CHECK-NEXT: qlanv.barrier_arrive %[[YEMPTY]][%[[YG]]] {perWarpgroup} : <3>
 // CHECK-NEXT: qlanv.ring_advance %[[YGET]] : <3>
 func.func @two_channels(%A: !qla.global<f16, 2>, %B: !qla.global<bf16, 2>, %W: !qla.global<f32, 2>, %i: index) attributes {qla.threads = 512 : i64} {

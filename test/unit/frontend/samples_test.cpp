@@ -81,7 +81,7 @@ TEST_CASE("samples: gemm", "[samples]") {
   CHECK(ab.fields[0].shape == std::vector<int64_t>{128, 64});
   CHECK(ab.fields[1].shape == std::vector<int64_t>{256, 64});
   CHECK(ab.producer == &load);
-  CHECK(ab.consumer == &math);
+  CHECK(ab.consumers == std::vector<qla::fe::RoleStmt *>{&math});
 
   // role load: for k { put ab -> (a, b) { copy; copy } }
   auto *loop = nth<ForStmt>(load.body, 0);

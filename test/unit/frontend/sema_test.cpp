@@ -521,7 +521,7 @@ TEST_CASE("sema: roles and channels", "[sema]") {
   ChannelDecl &ch = *k.channels[0];
   CHECK(ch.depthValue == 3);
   CHECK(ch.producer == k.roles[0]);
-  CHECK(ch.consumer == k.roles[1]);
+  CHECK(ch.consumers == std::vector<RoleStmt *>{k.roles[1]});
   REQUIRE(ch.puts.size() == 1);
   REQUIRE(ch.gets.size() == 1);
   CHECK(ch.fields[1].shape == std::vector<int64_t>{32, 32});
@@ -566,7 +566,7 @@ TEST_CASE("sema: roles and channels", "[sema]") {
         "t.qla:5:42: error: only 'copy' statements are allowed inside 'put'");
   CHECK(err(R("role a: warpgroup 0 { shared t: bf16[64, 32]\n put ch -> (p, q) { copy A[0 :+ 64, 0 :+ 32] -> t } }\n"
               "role b: warpgroup 1 { get ch -> (x, y) { } }")) ==
-        "t.qla:6:21: error: inside 'put', copies must go from a global tensor into the slot's tiles");
+        "t.qla:6:49: error: inside 'put', a copy must write one of the slot's tiles; 't' is not bound by this put");
   CHECK(err(R(kLoad + "role b: warpgroup 1 { get ch -> (x, y) { copy A[0 :+ 64, 0 :+ 32] -> x } }")) ==
         "t.qla:6:70: error: slot tile 'x' is read-only inside 'get'");
   CHECK(err(R(kLoad + "role b: warpgroup 1 { get ch -> (x, y) { } }\nput ch -> (p, q) { }")) ==
@@ -590,6 +590,78 @@ TEST_CASE("sema: roles and channels", "[sema]") {
         "t.qla:2:27: error: duplicate slot field 't' in channel 'd'");
   // A frag of one role is not visible in another.
   CHECK(err(R(kLoad + kMath + "\nrole c: warpgroup 3 { c = 0 }", "512")) == "t.qla:8:23: error: use of undeclared name 'c'");
+}
+
+namespace {
+// Compute channels: `ch` as in R() from role load, `mid` (one tile) filled by
+// role aux from its fragments. Lines 1-2 header, 3 '{', 4-5 channels, 6 aux, 7 math.
+std::string C(const std::string &aux, const std::string &math) {
+  return "kernel w(A: bf16[M, K], C: out f32[M, K]) grid(1) threads(512)\n"
+         "{\n"
+         "let m0 = block.x * 64\n"
+         "channel ch: { a: bf16[64, 32], b: bf16[32, 32] } depth(3)\n"
+         "channel mid: { t: bf16[64, 32], u: bf16[32, 32] } depth(2)\n"
+         "role aux: warpgroup 1 { frag f: f32[64, 32] = 0\n shared s: bf16[64, 32]\n" + aux + " }\n" +
+         "role math: warpgroup 2 { frag g: f32[64, 32] = 0\n" + math + " }\n" + kLoad + "}\n";
+}
+// aux: one step of the aux role (get ch, compute, put mid) with the given put body.
+std::string auxStep(const std::string &put) {
+  return " get ch -> (x, y) { f += gemm(x, y)\n  put mid -> (t, u) { " + put + " } }";
+}
+const std::string kAuxPut = "copy f -> t; copy A[0 :+ 32, 0 :+ 32] -> u";
+const std::string kMathGets = " get ch -> (x, y) { get mid -> (p, q) { g += gemm(p, q) } }";
+}  // namespace
+
+TEST_CASE("sema: compute channels", "[sema]") {
+  // A put mixing a fragment store and a TMA load, nested in a get of another
+  // channel; `ch` has two consumer roles, `mid` is got inside a get of `ch`.
+  auto m = ok(C(auxStep(kAuxPut), kMathGets));
+  KernelDecl &k = *m->kernels[0];
+  REQUIRE(k.roles.size() == 3);
+  RoleStmt *aux = k.roles[0], *math = k.roles[1], *load = k.roles[2];
+  ChannelDecl &ch = *k.channels[0], &mid = *k.channels[1];
+  CHECK(ch.producer == load);
+  CHECK(ch.consumers == std::vector<RoleStmt *>{aux, math});
+  CHECK(ch.gets.size() == 2);
+  CHECK(mid.producer == aux);
+  CHECK(mid.consumers == std::vector<RoleStmt *>{math});
+  SlotStmt &put = *mid.puts[0];
+  CHECK(put.outer == ch.gets[0]);
+  CHECK(mid.gets[0]->outer == ch.gets[1]);
+  CHECK(ch.gets[0]->outer == nullptr);
+  REQUIRE(put.body.stmts.size() == 2);
+  CHECK(as<CopyStmt>(put.body.stmts[0].get())->copyKind == CopyKind::FragToShared);
+  CHECK(as<CopyStmt>(put.body.stmts[1].get())->copyKind == CopyKind::GlobalToShared);
+
+  // The destination of a put's copy is one of its slot's tiles.
+  CHECK(err(C(auxStep("copy f -> s; copy A[0 :+ 32, 0 :+ 32] -> u"), kMathGets)) ==
+        "t.qla:9:33: error: inside 'put', a copy must write one of the slot's tiles; 's' is not bound by this put");
+  // ... and a put reads no slot tile, neither its own nor an enclosing get's.
+  CHECK(err(C(auxStep("copy t -> f; copy A[0 :+ 32, 0 :+ 32] -> u"), kMathGets)) ==
+        "t.qla:9:28: error: cannot copy out of slot tile 't' inside 'put'; a put only writes its slot's tiles");
+  CHECK(err(C(auxStep("copy x -> f; copy A[0 :+ 32, 0 :+ 32] -> u"), kMathGets)) ==
+        "t.qla:9:28: error: cannot copy out of slot tile 'x' inside 'put'; a put only writes its slot's tiles");
+  // A put stores only fragments of its own role (a fragment of a role
+  // declared earlier is out of scope, and named as such).
+  CHECK(err("kernel w(A: bf16[M, K]) grid(1) threads(256)\n{\nchannel ch: { t: bf16[64, 32] } depth(2)\n"
+            "role a: warpgroup 0 { frag g: f32[64, 32] = 0\n get ch -> (x) { } }\n"
+            "role b: warpgroup 1 { put ch -> (t) { copy g -> t } }\n}\n") ==
+        "t.qla:6:44: error: fragment 'g' belongs to role 'a', not to role 'b' (hand tiles to another role "
+        "through a channel)");
+  // A channel cannot be nested in itself.
+  CHECK(err(C(auxStep(kAuxPut), " get ch -> (x, y) { get ch -> (p, q) { } }\n get mid -> (p, q) { }")) ==
+        "t.qla:11:21: error: 'get ch' is nested in a 'get' of the same channel (at line 11); it would wait on a slot "
+        "that the outer one holds");
+  // No role both puts and gets a channel.
+  CHECK(err(C(auxStep(kAuxPut), kMathGets + "\n put ch -> (p, q) { copy g -> p; copy A[0 :+ 32, 0 :+ 32] -> q }")) ==
+        "t.qla:12:2: error: channel 'ch' is used by 'put' and 'get' in the same role 'math'; the producer and the "
+        "consumer must be different roles");
+  // A shared tile of the role may fill a slot tile too (a thread copy).
+  auto m2 = ok(C(auxStep("copy s -> t; copy A[0 :+ 32, 0 :+ 32] -> u"), kMathGets));
+  CHECK(as<CopyStmt>(m2->kernels[0]->channels[1]->puts[0]->body.stmts[0].get())->copyKind == CopyKind::SharedToShared);
+  // ... but outside a put, shared → shared stays an error.
+  CHECK(err(C(auxStep(kAuxPut) + "\n copy s -> s", kMathGets)) ==
+        "t.qla:10:2: error: cannot copy a shared tile to a shared tile");
 }
 
 TEST_CASE("sema: errors are collected, not fatal", "[sema]") {

@@ -552,7 +552,8 @@ struct TileRef {
 };
 
 enum class CopyKind : uint8_t {
-  GlobalToShared, GlobalToFrag, SharedToFrag, FragToShared, FragToGlobal, SharedToGlobal
+  GlobalToShared, GlobalToFrag, SharedToFrag, FragToShared, FragToGlobal, SharedToGlobal,
+  SharedToShared,  // only into a put's slot tiles
 };
 const char *copyKindStr(CopyKind k);
 
@@ -705,9 +706,10 @@ struct ChannelDecl : Stmt, Decl {
   std::vector<ChannelField> fields;
   ExprPtr depth;
   int64_t depthValue = 0;  // set by sema (>= 1)
-  // Set by sema: the one producer role (all puts) and the one consumer role
-  // (all gets), and the put / get statements in source order.
-  RoleStmt *producer = nullptr, *consumer = nullptr;
+  // Set by sema: the one producer role (all puts), the consumer roles (each
+  // with gets; first-use order), and the put / get statements in source order.
+  RoleStmt *producer = nullptr;
+  std::vector<RoleStmt *> consumers;
   std::vector<SlotStmt *> puts, gets;
   int index = 0;  // position in KernelDecl::channels
   ChannelDecl(SourceLoc l, std::string n, SourceLoc nl)
@@ -734,6 +736,7 @@ struct SlotStmt : Stmt {
   std::vector<std::unique_ptr<SlotBindingDecl>> bindings;  // in slot-field order
   Block body;
   RoleStmt *role = nullptr;        // set by sema: the enclosing role
+  SlotStmt *outer = nullptr;       // set by sema: the enclosing put / get, if any
   SlotStmt(StmtKind k, SourceLoc l) : Stmt(k, std::move(l)) {}
   bool isPut() const { return kind == StmtKind::Put; }
   static bool classof(const Stmt *s) { return s->kind == StmtKind::Put || s->kind == StmtKind::Get; }

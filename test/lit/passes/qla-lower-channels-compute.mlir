@@ -1,0 +1,175 @@
+// Channels between compute roles: puts whose threads store into the slot
+// (fragment→shared copies, mixed with TMA loads), channels got by several
+// roles, and puts/gets nested in gets of other channels.
+// RUN: %qla-opt %s -split-input-file -qla-lower-channels | FileCheck %s
+
+// A compute put: every thread of role "aux" waits for the slot to be empty,
+// stores its part of the fragment (then fence.proxy.async), the role's named
+// barrier (id 1: the first role), then one elected thread arms `full` with
+// the bytes of the put's TMA copy only (64*64*2) and issues it. `full` keeps
+// one arrival per phase.
+// CHECK-LABEL: func.func @compute_put
+// CHECK-NEXT: %[[BUFM:.*]] = qla.alloc_shared {count = 2 : i64} : <64x64xbf16, swizzle 128>
+// CHECK-NEXT: %[[BUFU:.*]] = qla.alloc_shared {count = 2 : i64} : <64x64xbf16, swizzle 128>
+// CHECK-NEXT: %[[FULL:.*]] = qlanv.barriers {arrivals = 1 : i64} : <2>
+// CHECK-NEXT: qlanv.barrier_init %[[FULL]] : <2>
+// CHECK-NEXT: %[[EMPTY:.*]] = qlanv.barriers {arrivals = 1 : i64} : <2>
+// CHECK: qla.role "aux" warpgroups 0 to 0 regs 0 {
+// CHECK-NEXT: %[[PR:.*]] = qlanv.ring "mid.put" : <2>
+// CHECK-NEXT: %[[F:.*]] = qla.alloc_frag
+// CHECK-NEXT: %[[PS:.*]] = qlanv.ring_slot %[[PR]] : <2>
+// CHECK-NEXT: %[[PP:.*]] = qlanv.ring_phase %[[PR]] : <2>
+// CHECK-NEXT: %[[ONE:.*]] = arith.constant 1 : i32
+// CHECK-NEXT: %[[FLIP:.*]] = arith.xori %[[PP]], %[[ONE]] : i32
+// CHECK-NEXT: qlanv.barrier_wait %[[EMPTY]][%[[PS]]], %[[FLIP]] : <2>
+// CHECK-NEXT: %[[SM:.*]] = qlanv.slot %[[BUFM]][%[[PS]]]
+// CHECK-NEXT: %[[SU:.*]] = qlanv.slot %[[BUFU]][%[[PS]]]
+// CHECK-NEXT: qla.copy %[[F]] -> %[[SM]] {qla.slot_fill}
+// CHECK-NEXT: qlanv.fence_proxy_async
+// CHECK-NEXT: qlanv.named_barrier 1, 128
+// CHECK-NEXT: qlanv.elect {
+// CHECK-NEXT: qlanv.barrier_arrive_expect_tx %[[FULL]][%[[PS]]], 8192 : <2>
+// CHECK-NEXT: qlanv.tma_load %{{.*}} -> %[[SU]], %[[FULL]][%[[PS]]]
+// CHECK-NEXT: }
+// CHECK-NEXT: qlanv.ring_advance %[[PR]] : <2>
+// CHECK-NOT: qla.put
+// The consumer is unchanged: wait full, gemm on the slot, release.
+// CHECK: qla.role "math" warpgroups 1 to 1 regs 0 {
+// CHECK: qlanv.barrier_wait %[[FULL]]
+// CHECK: qla.gemm
+// CHECK-NEXT: qlanv.barrier_arrive %[[EMPTY]][%{{.*}}] {perWarpgroup} : <2>
+func.func @compute_put(%A: !qla.global<bf16, 2>, %i: index) attributes {qla.threads = 256 : i64} {
+  %ch = qla.channel "mid" : !qla.channel<[!qla.smem<64x64xbf16, swizzle 128>, !qla.smem<64x64xbf16, swizzle 128>], 2>
+  qla.role "aux" warpgroups 0 to 0 regs 0 {
+    %f = qla.alloc_frag : !qla.frag<64x64xf32, acc x1>
+    qla.put %ch {
+    ^bb0(%m: !qla.smem<64x64xbf16, swizzle 128>, %u: !qla.smem<64x64xbf16, swizzle 128>):
+      qla.copy %f -> %m : !qla.frag<64x64xf32, acc x1> -> !qla.smem<64x64xbf16, swizzle 128>
+      qla.load %A[%i, %i] -> %u : !qla.global<bf16, 2> -> !qla.smem<64x64xbf16, swizzle 128>
+    } : !qla.channel<[!qla.smem<64x64xbf16, swizzle 128>, !qla.smem<64x64xbf16, swizzle 128>], 2>
+  }
+  qla.role "math" warpgroups 1 to 1 regs 0 {
+    %acc = qla.alloc_frag : !qla.frag<64x64xf32, acc x1>
+    qla.get %ch {
+    ^bb0(%m: !qla.smem<64x64xbf16, swizzle 128>, %u: !qla.smem<64x64xbf16, swizzle 128>):
+      qla.gemm %m, %u, %acc {transB} : !qla.smem<64x64xbf16, swizzle 128>, !qla.smem<64x64xbf16, swizzle 128>, !qla.frag<64x64xf32, acc x1>
+    } : !qla.channel<[!qla.smem<64x64xbf16, swizzle 128>, !qla.smem<64x64xbf16, swizzle 128>], 2>
+  }
+  return
+}
+
+// -----
+
+// Two consumer roles (1 + 2 warpgroups): `empty` expects 3 arrivals, and
+// each consumer role keeps its own ring cursor over the same barriers.
+// CHECK-LABEL: func.func @two_consumers
+// CHECK: %[[FULL:.*]] = qlanv.barriers {arrivals = 1 : i64} : <2>
+// CHECK: %[[EMPTY:.*]] = qlanv.barriers {arrivals = 3 : i64} : <2>
+// CHECK: qla.role "load"
+// CHECK-NEXT: qlanv.ring "inp.put" : <2>
+// CHECK: qla.role "aux" warpgroups 1 to 1
+// CHECK-NEXT: %[[R1:.*]] = qlanv.ring "inp.get.aux" : <2>
+// CHECK-NEXT: qla.alloc_frag
+// CHECK-NEXT: %[[S1:.*]] = qlanv.ring_slot %[[R1]]
+// CHECK-NEXT: %[[P1:.*]] = qlanv.ring_phase %[[R1]]
+// CHECK-NEXT: qlanv.barrier_wait %[[FULL]][%[[S1]]], %[[P1]]
+// CHECK: qlanv.barrier_arrive %[[EMPTY]][%[[S1]]] {perWarpgroup}
+// CHECK-NEXT: qlanv.ring_advance %[[R1]]
+// CHECK: qla.role "math" warpgroups 2 to 3
+// CHECK-NEXT: %[[R2:.*]] = qlanv.ring "inp.get.math" : <2>
+// CHECK-NEXT: %[[S2:.*]] = qlanv.ring_slot %[[R2]]
+// CHECK-NEXT: %[[P2:.*]] = qlanv.ring_phase %[[R2]]
+// CHECK-NEXT: qlanv.barrier_wait %[[FULL]][%[[S2]]], %[[P2]]
+// CHECK: qlanv.barrier_arrive %[[EMPTY]][%[[S2]]] {perWarpgroup}
+// CHECK-NEXT: qlanv.ring_advance %[[R2]]
+func.func @two_consumers(%A: !qla.global<bf16, 2>, %i: index) attributes {qla.threads = 512 : i64} {
+  %ch = qla.channel "inp" : !qla.channel<[!qla.smem<64x64xbf16, swizzle 128>], 2>
+  qla.role "load" warpgroups 0 to 0 regs 0 {
+    qla.put %ch {
+    ^bb0(%x: !qla.smem<64x64xbf16, swizzle 128>):
+      qla.load %A[%i, %i] -> %x : !qla.global<bf16, 2> -> !qla.smem<64x64xbf16, swizzle 128>
+    } : !qla.channel<[!qla.smem<64x64xbf16, swizzle 128>], 2>
+  }
+  qla.role "aux" warpgroups 1 to 1 regs 0 {
+    %f = qla.alloc_frag : !qla.frag<64x64xf32, acc x1>
+    qla.get %ch {
+    ^bb0(%x: !qla.smem<64x64xbf16, swizzle 128>):
+      qla.gemm %x, %x, %f {transB} : !qla.smem<64x64xbf16, swizzle 128>, !qla.smem<64x64xbf16, swizzle 128>, !qla.frag<64x64xf32, acc x1>
+    } : !qla.channel<[!qla.smem<64x64xbf16, swizzle 128>], 2>
+  }
+  qla.role "math" warpgroups 2 to 3 regs 0 {
+    qla.get %ch {
+    ^bb0(%x: !qla.smem<64x64xbf16, swizzle 128>):
+    } : !qla.channel<[!qla.smem<64x64xbf16, swizzle 128>], 2>
+  }
+  return
+}
+
+// -----
+
+// Nesting: aux's put of `mid` (a store only: a plain elected arrive) sits in
+// its get of `inp`; math's get of `mid` in its get of `inp`, and reads the
+// slot with threads, so its role's barrier (id 3) comes before its release.
+// Each get releases at the end of its own body, the inner one first.
+// CHECK-LABEL: func.func @nested
+// CHECK: %[[IFULL:.*]] = qlanv.barriers {arrivals = 1 : i64} : <2>
+// CHECK: %[[IEMPTY:.*]] = qlanv.barriers {arrivals = 2 : i64} : <2>
+// CHECK: %[[MFULL:.*]] = qlanv.barriers {arrivals = 1 : i64} : <2>
+// CHECK: %[[MEMPTY:.*]] = qlanv.barriers {arrivals = 1 : i64} : <2>
+// CHECK: qla.role "aux"
+// CHECK: qlanv.barrier_wait %[[IFULL]]
+// CHECK: qla.gemm
+// CHECK-NEXT: %[[MS:.*]] = qlanv.ring_slot
+// CHECK: qlanv.barrier_wait %[[MEMPTY]][%[[MS]]]
+// CHECK: qla.copy {{.*}} {qla.slot_fill}
+// CHECK-NEXT: qlanv.fence_proxy_async
+// CHECK-NEXT: qlanv.named_barrier 2, 128
+// CHECK-NEXT: qlanv.elect {
+// CHECK-NEXT: qlanv.barrier_arrive %[[MFULL]][%[[MS]]] : <2>
+// CHECK-NEXT: }
+// CHECK-NEXT: qlanv.ring_advance
+// CHECK-NEXT: qlanv.barrier_arrive %[[IEMPTY]]
+// CHECK: qla.role "math"
+// CHECK: qlanv.barrier_wait %[[IFULL]]
+// CHECK: qlanv.barrier_wait %[[MFULL]]
+// CHECK: qla.copy
+// CHECK-NEXT: qla.gemm
+// CHECK-NEXT: qlanv.named_barrier 3, 128
+// CHECK-NEXT: qlanv.barrier_arrive %[[MEMPTY]]
+// CHECK-NEXT: qlanv.ring_advance
+// CHECK-NEXT: qlanv.barrier_arrive %[[IEMPTY]]
+// CHECK-NEXT: qlanv.ring_advance
+func.func @nested(%A: !qla.global<bf16, 2>, %i: index) attributes {qla.threads = 384 : i64} {
+  %inp = qla.channel "inp" : !qla.channel<[!qla.smem<64x64xbf16, swizzle 128>], 2>
+  %mid = qla.channel "mid" : !qla.channel<[!qla.smem<64x64xbf16, swizzle 128>], 2>
+  qla.role "load" warpgroups 0 to 0 regs 0 {
+    qla.put %inp {
+    ^bb0(%x: !qla.smem<64x64xbf16, swizzle 128>):
+      qla.load %A[%i, %i] -> %x : !qla.global<bf16, 2> -> !qla.smem<64x64xbf16, swizzle 128>
+    } : !qla.channel<[!qla.smem<64x64xbf16, swizzle 128>], 2>
+  }
+  qla.role "aux" warpgroups 1 to 1 regs 0 {
+    %f = qla.alloc_frag : !qla.frag<64x64xf32, acc x1>
+    qla.get %inp {
+    ^bb0(%x: !qla.smem<64x64xbf16, swizzle 128>):
+      qla.gemm %x, %x, %f {transB} : !qla.smem<64x64xbf16, swizzle 128>, !qla.smem<64x64xbf16, swizzle 128>, !qla.frag<64x64xf32, acc x1>
+      qla.put %mid {
+      ^bb0(%m: !qla.smem<64x64xbf16, swizzle 128>):
+        qla.copy %f -> %m : !qla.frag<64x64xf32, acc x1> -> !qla.smem<64x64xbf16, swizzle 128>
+      } : !qla.channel<[!qla.smem<64x64xbf16, swizzle 128>], 2>
+    } : !qla.channel<[!qla.smem<64x64xbf16, swizzle 128>], 2>
+  }
+  qla.role "math" warpgroups 2 to 2 regs 0 {
+    %y = qla.alloc_frag : !qla.frag<64x64xf32, acc x1>
+    %a = qla.alloc_frag : !qla.frag<64x64xbf16, acc x1>
+    qla.get %inp {
+    ^bb0(%x: !qla.smem<64x64xbf16, swizzle 128>):
+      qla.get %mid {
+      ^bb0(%m: !qla.smem<64x64xbf16, swizzle 128>):
+        qla.copy %m -> %a : !qla.smem<64x64xbf16, swizzle 128> -> !qla.frag<64x64xbf16, acc x1>
+        qla.gemm %a, %x, %y : !qla.frag<64x64xbf16, acc x1>, !qla.smem<64x64xbf16, swizzle 128>, !qla.frag<64x64xf32, acc x1>
+      } : !qla.channel<[!qla.smem<64x64xbf16, swizzle 128>], 2>
+    } : !qla.channel<[!qla.smem<64x64xbf16, swizzle 128>], 2>
+  }
+  return
+}
