@@ -78,6 +78,40 @@ struct InferLayouts : ::mlir::qla::impl::QlaInferLayoutsBase<InferLayouts> {
           for (auto [arg, ty] : llvm::zip(r.front().getArguments(), slots)) arg.setType(ty);
     });
 
+    // 1-D fragments that no use places (they appear only in 1-D maps) take
+    // the layout of a placed fragment they share a 1-D map with, to a fixed
+    // point; a 1-D map's fragments must share one layout.
+    llvm::DenseMap<Value, unsigned> vecKind;
+    fn.walk([&](AllocFragOp op) {
+      if (op.getType().getShape().size() != 1) return;
+      Operation *conflict = nullptr;
+      unsigned k = vectorUse(op.getResult(), conflict);
+      if (!conflict && k != FragType::Unassigned) vecKind[op.getResult()] = k;
+    });
+    SmallVector<SmallVector<Value>> maps1d;
+    fn.walk([&](ParallelOp par) {
+      if (par.getExtents().size() != 1) return;
+      SmallVector<Value> frags;
+      par.walk([&](Operation *u) {
+        Value f;
+        if (auto r = dyn_cast<ElemReadOp>(u)) f = r.getFrag();
+        else if (auto w = dyn_cast<ElemWriteOp>(u)) f = w.getFrag();
+        if (f && f.getDefiningOp<AllocFragOp>() && !llvm::is_contained(frags, f)) frags.push_back(f);
+      });
+      maps1d.push_back(frags);
+    });
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (auto &frags : maps1d) {
+        unsigned k = FragType::Unassigned;
+        for (Value f : frags)
+          if (auto it = vecKind.find(f); it != vecKind.end()) k = it->second;
+        if (k == FragType::Unassigned) continue;
+        for (Value f : frags)
+          if (!vecKind.count(f)) vecKind[f] = k, changed = true;
+      }
+    }
+
     // Fragments.
     fn.walk([&](AllocFragOp op) {
       auto t = op.getType();
@@ -102,6 +136,8 @@ struct InferLayouts : ::mlir::qla::impl::QlaInferLayoutsBase<InferLayouts> {
           failed = true;
           return;
         }
+        if (layout == FragType::Unassigned)
+          if (auto it = vecKind.find(op.getResult()); it != vecKind.end()) layout = it->second;
         if (layout == FragType::Unassigned) layout = FragType::Row;
         if (layout == FragType::Row && shape[0] % (64 * w) != 0) {
           op.emitError("no register layout fits row vector of ")

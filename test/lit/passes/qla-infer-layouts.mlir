@@ -122,6 +122,48 @@ func.func @col_from_write() {
 
 // -----
 
+// A 1-D fragment that only 1-D maps use takes the layout of a placed fragment
+// it shares a map with (to a fixed point): %g reaches %e through the first
+// map, %h reaches %g through the second; one outside any placed map stays row.
+// CHECK-LABEL: func.func @vectors_through_1d_maps
+// CHECK: qla.alloc_frag : <64x64xf32, acc x1>
+// CHECK-NEXT: qla.alloc_frag : <64xf32, col x1>
+// CHECK-NEXT: qla.alloc_frag : <64xf32, col x1>
+// CHECK-NEXT: qla.alloc_frag : <64xf32, col x1>
+// CHECK-NEXT: qla.alloc_frag : <64xf32, row x1>
+func.func @vectors_through_1d_maps() attributes {qla.threads = 128 : i64} {
+  %x = qla.alloc_frag : !qla.frag<64x64xf32>
+  %e = qla.alloc_frag : !qla.frag<64xf32>
+  %g = qla.alloc_frag : !qla.frag<64xf32>
+  %h = qla.alloc_frag : !qla.frag<64xf32>
+  %u = qla.alloc_frag : !qla.frag<64xf32>
+  qla.parallel [64] {
+  ^bb0(%k: index):
+    %a = qla.elem_read %h[%k] : !qla.frag<64xf32> -> f32
+    qla.elem_write %a -> %g[%k] : f32 -> !qla.frag<64xf32>
+  }
+  qla.parallel [64] {
+  ^bb0(%k: index):
+    %a = qla.elem_read %g[%k] : !qla.frag<64xf32> -> f32
+    qla.elem_write %a -> %e[%k] : f32 -> !qla.frag<64xf32>
+  }
+  qla.parallel [64, 64] {
+  ^bb0(%i: index, %j: index):
+    %a = qla.elem_read %x[%i, %j] : !qla.frag<64x64xf32> -> f32
+    %b = qla.elem_read %e[%j] : !qla.frag<64xf32> -> f32
+    %c = arith.mulf %a, %b : f32
+    qla.elem_write %c -> %x[%i, %j] : f32 -> !qla.frag<64x64xf32>
+  }
+  qla.parallel [64] {
+  ^bb0(%k: index):
+    %a = qla.elem_read %u[%k] : !qla.frag<64xf32> -> f32
+    qla.elem_write %a -> %u[%k] : f32 -> !qla.frag<64xf32>
+  }
+  return
+}
+
+// -----
+
 // Swizzles: 128B for rows that are a multiple of 128 bytes (64 or 128 bf16,
 // 32 f32), 64B and 32B for 64- and 32-byte rows, none otherwise.
 // CHECK-LABEL: func.func @swizzles
