@@ -459,6 +459,24 @@ def run_gpu(rows, args):
                 rec["errors"].append("ours: " + err)
             del call
             torch.cuda.empty_cache()
+        if ours is not None and args.also_two_kernel:
+            # The same operator on its two-kernel path (prepare + state),
+            # chosen when the call is planned (inside the graph capture).
+            saved = os.environ.get("QLA_GDN_FUSED")
+            os.environ["QLA_GDN_FUSED"] = "0"
+            try:
+                call = make_call(ours, inp)
+                ms, how, ts, err = measure(torch, call, args)
+                rec.update(ours_two_kernel_ms=ms)
+                if err:
+                    rec["errors"].append("ours (two-kernel): " + err)
+                del call
+            finally:
+                if saved is None:
+                    del os.environ["QLA_GDN_FUSED"]
+                else:
+                    os.environ["QLA_GDN_FUSED"] = saved
+            torch.cuda.empty_cache()
         if rec["ours_ms"] and rec["fla_ms"]:
             rec["ratio"] = rec["fla_ms"] / rec["ours_ms"]
             rec["ahead_of_both"] = rec["ratio"] > max(r["flashqla_vs_fla"], r["flashinfer_vs_fla"])
@@ -483,7 +501,8 @@ def run_gpu(rows, args):
             chk = f"  o vs FLA {c['o_rms_rel']:.1e} ht {c['ht_rms_rel']:.1e}" + ("  NaN!" if c["ours_nan"] else "") + \
                   ("  (!)" if c["o_rms_rel"] > 0.01 else "")
         print(f"  {i:3d} {r['model']:16s} {config_name(r):18s} ours {fmt(rec['ours_ms'], '8.3f')} ms  "
-              f"FLA {fmt(rec['fla_ms'], '8.3f')} ms  FLA/ours {fmt(rec['ratio'], '5.2f')}  "
+              + (f"(two-kernel {fmt(rec.get('ours_two_kernel_ms'), '8.3f')} ms)  " if args.also_two_kernel else "")
+              + f"FLA {fmt(rec['fla_ms'], '8.3f')} ms  FLA/ours {fmt(rec['ratio'], '5.2f')}  "
               f"(pub. FlashQLA {r['flashqla_vs_fla']:.2f}, FlashInfer {r['flashinfer_vs_fla']:.2f})"
               f"{chk}{'  ' + '; '.join(rec['errors'] + rec['notes']) if rec['errors'] or rec['notes'] else ''}",
               flush=True)
@@ -498,6 +517,8 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--anchors", default=DEFAULT_ANCHORS, help="FlashQLA's published H200 table (default: %(default)s)")
     ap.add_argument("--list-rows", action="store_true", help="print the parsed rows and exit (no torch needed)")
+    ap.add_argument("--also-two-kernel", action="store_true",
+                    help="also time ours on its two-kernel path (QLA_GDN_FUSED=0: prepare + state kernels)")
     ap.add_argument("--rows", type=int, help="only the first N selected rows")
     ap.add_argument("--heads", help="only these head configs, e.g. 16/64,2/8")
     ap.add_argument("--layouts", help="only these layouts, e.g. 1x32768,8192x4,28672+4096")

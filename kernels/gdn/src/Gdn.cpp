@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <mutex>
 #include <sstream>
 
@@ -26,6 +27,7 @@ using op::roundUp;
 constexpr const char *kPrepareFile = "gdn_fwd_prepare.qla";
 constexpr const char *kStateFile = "gdn_fwd_state.qla";
 constexpr const char *kMergeFile = "gdn_fwd_merge.qla";
+constexpr const char *kFusedFile = "gdn_fwd_fused.qla";
 constexpr const char *kSourceDir = "kernels/gdn/";  // the compiler sees kernels/gdn/<file>
 
 void fail(const std::string &msg) { throw Error(kOp + msg); }
@@ -58,12 +60,13 @@ std::vector<op::NamedTensor> namedTensors(const ForwardParams &p, const char *oN
 // f32 (segment start and end states) and PH, PL [NZ, Hv, K, K] bf16 (the
 // segments' state transitions as hi + lo), NZ the schedule's segment ids.
 WorkspaceLayout addForwardRegions(op::WorkspacePlanner &ws, DType dtype, int64_t B, int64_t T, int64_t Hv,
-                                  int64_t K, int64_t V, int64_t numSequences, int64_t segmentChunks) {
+                                  int64_t K, int64_t V, int64_t numSequences, int64_t segmentChunks,
+                                  int fusedMode) {
   const size_t eb = size_t(dtypeBytes(dtype));
   WorkspaceLayout l;
   MachineModel m;
   m.sms = deviceSmCount();
-  l.schedule = forwardSchedule(ForwardShape{B, T, Hv, K, V, numSequences}, m, segmentChunks);
+  l.schedule = forwardSchedule(ForwardShape{B, T, Hv, K, V, numSequences}, m, segmentChunks, fusedMode);
   l.gcSlots = ((T + kChunk - 1) / kChunk + std::max<int64_t>(numSequences - 1, 0)) * kChunk;
   l.w = ws.add(size_t(B * T * Hv * K) * eb);
   l.u = ws.add(size_t(B * T * Hv * V) * eb);
@@ -80,9 +83,9 @@ WorkspaceLayout addForwardRegions(op::WorkspacePlanner &ws, DType dtype, int64_t
 
 // The forward's workspace: its regions, then the dummy (op::WorkspacePlanner).
 WorkspaceLayout workspaceLayout(DType dtype, int64_t B, int64_t T, int64_t Hv, int64_t K, int64_t V,
-                                int64_t numSequences, int64_t segmentChunks) {
+                                int64_t numSequences, int64_t segmentChunks, int fusedMode = -1) {
   op::WorkspacePlanner ws;
-  WorkspaceLayout l = addForwardRegions(ws, dtype, B, T, Hv, K, V, numSequences, segmentChunks);
+  WorkspaceLayout l = addForwardRegions(ws, dtype, B, T, Hv, K, V, numSequences, segmentChunks, fusedMode);
   l.dummy = ws.addDummy();
   l.total = ws.total();
   return l;
@@ -102,8 +105,9 @@ op::KernelSpec opSpec(const KernelSpec &s) { return {s.file, s.defines}; }
 KernelSpec publicSpec(const op::KernelSlot &s) { return {s.spec.file, s.spec.defines}; }
 
 struct ConfigKernels {
-  op::KernelSlot *prepare = nullptr, *state = nullptr;  // always launched
+  op::KernelSlot *prepare = nullptr, *state = nullptr;  // the two-kernel path
   op::KernelSlot *segment = nullptr, *merge = nullptr;  // with a split schedule
+  op::KernelSlot *fused = nullptr;                      // the fused path
 };
 
 op::Signature prepareSignature(const ForwardConfig &c) {
@@ -117,6 +121,13 @@ op::Signature stateSignature(const ForwardConfig &c) {
   const DType dt = c.dtype, f32 = DType::F32, bf = DType::BF16;
   return {{"Q", "Kt", "W", "U", "GC", "CU", "H0", "O", "HT", "HS", "LS", "PH", "PL", "H", "VN"},
           {dt, dt, dt, dt, f32, c.cuDtype, f32, dt, f32, f32, f32, bf, bf, dt, dt},
+          2};
+}
+
+op::Signature fusedSignature(const ForwardConfig &c) {
+  const DType dt = c.dtype, f32 = DType::F32;
+  return {{"Q", "Kt", "Vt", "G", "Beta", "CU", "H0", "HS", "O", "HT"},
+          {dt, dt, dt, c.gDtype, c.betaDtype, c.cuDtype, f32, f32, dt, f32},
           2};
 }
 
@@ -156,6 +167,7 @@ ConfigKernels kernelsFor(const ForwardConfig &c) {
   ck.state = &r.slot(opSpec(stateKernelSpec(c)));
   ck.segment = &r.slot(opSpec(segmentKernelSpec(c)));
   ck.merge = &r.slot(opSpec(mergeKernelSpec(c)));
+  ck.fused = &r.slot(opSpec(fusedKernelSpec(c)));
   std::lock_guard<std::mutex> lock(mu);
   memo[key] = ck;
   return ck;
@@ -189,13 +201,24 @@ struct Plan {
   ForwardConfig config;
   ConfigKernels kernels;
   Schedule schedule;
-  rt::LaunchArgs prepare, state, segment, merge;  // segment, merge: schedule.split only
-  std::array<int64_t, 3> prepareGrid{}, stateGrid{}, segmentGrid{}, mergeGrid{};
+  bool fused = false;
+  // prepare: without fused or with a split; state: without fused; segment,
+  // merge: with a split; fusedArgs: with fused.
+  rt::LaunchArgs prepare, state, segment, merge, fusedArgs;
+  std::array<int64_t, 3> prepareGrid{}, stateGrid{}, segmentGrid{}, mergeGrid{}, fusedGrid{};
 };
+
+// The path a call asks for (ForwardParams::fused; QLA_GDN_FUSED=0 turns the
+// operator's choice into the two-kernel path): forwardSchedule's fusedMode.
+int fusedMode(const ForwardParams &p) {
+  if (p.fused != 0) return p.fused > 0 ? 1 : -1;
+  const char *e = std::getenv("QLA_GDN_FUSED");
+  return e && std::string(e) == "0" ? -1 : 0;
+}
 
 WorkspaceLayout layoutOf(const ForwardParams &p) {
   return workspaceLayout(p.q.dtype, p.q.shape[0], p.q.shape[1], p.v.shape[2], p.q.shape[3], p.v.shape[3],
-                         p.cu_seqlens ? p.cu_seqlens->shape[0] - 1 : 0, p.segment_chunks);
+                         p.cu_seqlens ? p.cu_seqlens->shape[0] - 1 : 0, p.segment_chunks, fusedMode(p));
 }
 
 // p validated.
@@ -213,13 +236,20 @@ Plan buildPlan(const ForwardParams &p, const WorkspaceLayout &l, void *workspace
   plan.kernels = kernelsFor(c);
   plan.schedule = l.schedule;
   const bool split = l.schedule.split;
-  const JitKernel &kp = compiled(*plan.kernels.prepare);
-  const JitKernel &ks = compiled(*plan.kernels.state);
-  const KernelInfo &ip = kp.info(), &is = ks.info();
-  op::checkSignature(plan.kernels.prepare->spec, ip,
-                     prepareSignature(c), kContractDoc);
-  op::checkSignature(plan.kernels.state->spec, is, stateSignature(c), kContractDoc);
-  const KernelInfo *iseg = nullptr, *imerge = nullptr;
+  const bool fused = plan.fused = l.schedule.fused;
+  // Only the kernels this call launches are compiled.
+  const KernelInfo *ip = nullptr, *is = nullptr, *iseg = nullptr, *imerge = nullptr, *ifu = nullptr;
+  if (!fused || split) {
+    ip = &compiled(*plan.kernels.prepare).info();
+    op::checkSignature(plan.kernels.prepare->spec, *ip, prepareSignature(c), kContractDoc);
+  }
+  if (!fused) {
+    is = &compiled(*plan.kernels.state).info();
+    op::checkSignature(plan.kernels.state->spec, *is, stateSignature(c), kContractDoc);
+  } else {
+    ifu = &compiled(*plan.kernels.fused).info();
+    op::checkSignature(plan.kernels.fused->spec, *ifu, fusedSignature(c), kContractDoc);
+  }
   if (split) {
     iseg = &compiled(*plan.kernels.segment).info();
     imerge = &compiled(*plan.kernels.merge).info();
@@ -264,12 +294,25 @@ Plan buildPlan(const ForwardParams &p, const WorkspaceLayout &l, void *workspace
     plan.merge.scalars = {segChunks};
     plan.merge.stream = p.stream;
   }
+  if (fused) {
+    plan.fusedArgs.tensors = {arg(p.q), arg(p.k), arg(p.v), arg(p.g), arg(p.beta), CU, H0, HS, arg(p.o), HT};
+    plan.fusedArgs.scalars = {scale, segChunks};
+    plan.fusedArgs.stream = p.stream;
+  }
 
-  // Before either launches: what the runtime would refuse, with user-facing names.
-  op::checkAgainstKernel(plan.kernels.prepare->spec, ip, plan.prepare, userNames());
-  op::checkAgainstKernel(plan.kernels.state->spec, is, plan.state, userNames());
-  plan.prepareGrid = op::launchGrid(ip, plan.prepare);
-  plan.stateGrid = op::launchGrid(is, plan.state);
+  // Before any launches: what the runtime would refuse, with user-facing names.
+  if (ip) {
+    op::checkAgainstKernel(plan.kernels.prepare->spec, *ip, plan.prepare, userNames());
+    plan.prepareGrid = op::launchGrid(*ip, plan.prepare);
+  }
+  if (is) {
+    op::checkAgainstKernel(plan.kernels.state->spec, *is, plan.state, userNames());
+    plan.stateGrid = op::launchGrid(*is, plan.state);
+  }
+  if (ifu) {
+    op::checkAgainstKernel(plan.kernels.fused->spec, *ifu, plan.fusedArgs, userNames());
+    plan.fusedGrid = op::launchGrid(*ifu, plan.fusedArgs);
+  }
   if (split) {
     plan.segmentGrid = op::launchGrid(*iseg, plan.segment);
     plan.mergeGrid = op::launchGrid(*imerge, plan.merge);
@@ -516,6 +559,22 @@ KernelSpec segmentKernelSpec(const ForwardConfig &c) {
   return s;
 }
 
+KernelSpec fusedKernelSpec(const ForwardConfig &c) {
+  KernelSpec s;
+  s.file = kFusedFile;
+  s.defines = {{"DT", dtypeName(c.dtype)},
+               {"BT", dtypeName(c.betaDtype)},
+               {"GT", dtypeName(c.gDtype)},
+               {"CT", dtypeName(c.varlen ? c.cuDtype : DType::I32)},
+               {"DK", std::to_string(c.K)},
+               {"DV", std::to_string(c.V)},
+               {"VARLEN", c.varlen ? "1" : "0"},
+               {"L2NORM", c.l2norm ? "1" : "0"},
+               {"HAS_H0", c.initialState ? "1" : "0"},
+               {"STORE_HT", c.finalState ? "1" : "0"}};
+  return s;
+}
+
 KernelSpec mergeKernelSpec(const ForwardConfig &c) {
   KernelSpec s;
   s.file = kMergeFile;
@@ -553,10 +612,10 @@ namespace {
 void warmupConfig(const ForwardConfig &c, bool loadOnGpu) {
   checkConfig(c);
   ConfigKernels ck = kernelsFor(c);
-  for (op::KernelSlot *k : {ck.prepare, ck.state, ck.segment, ck.merge}) compiled(*k);
+  for (op::KernelSlot *k : {ck.prepare, ck.state, ck.segment, ck.merge, ck.fused}) compiled(*k);
   if (loadOnGpu && rt::gpuAvailable()) {
     CUcontext ctx = op::currentOrPrimaryContext();
-    for (op::KernelSlot *k : {ck.prepare, ck.state, ck.segment, ck.merge}) registry().loaded(*k, ctx);
+    for (op::KernelSlot *k : {ck.prepare, ck.state, ck.segment, ck.merge, ck.fused}) registry().loaded(*k, ctx);
   }
 }
 
@@ -567,14 +626,24 @@ LaunchPlan makeLaunchPlan(const ForwardParams &p, void *workspace, size_t worksp
   Plan plan = buildPlan(p, l, workspace);
   LaunchPlan lp;
   lp.config = plan.config;
-  lp.prepareSpec = publicSpec(*plan.kernels.prepare);
-  lp.stateSpec = publicSpec(*plan.kernels.state);
-  lp.prepare = std::move(plan.prepare);
-  lp.state = std::move(plan.state);
-  lp.prepareInfo = compiled(*plan.kernels.prepare).info();
-  lp.stateInfo = compiled(*plan.kernels.state).info();
-  lp.prepareGrid = plan.prepareGrid;
-  lp.stateGrid = plan.stateGrid;
+  lp.fused = plan.fused;
+  if (!plan.fused || plan.schedule.split) {
+    lp.prepareSpec = publicSpec(*plan.kernels.prepare);
+    lp.prepare = std::move(plan.prepare);
+    lp.prepareInfo = compiled(*plan.kernels.prepare).info();
+    lp.prepareGrid = plan.prepareGrid;
+  }
+  if (!plan.fused) {
+    lp.stateSpec = publicSpec(*plan.kernels.state);
+    lp.state = std::move(plan.state);
+    lp.stateInfo = compiled(*plan.kernels.state).info();
+    lp.stateGrid = plan.stateGrid;
+  } else {
+    lp.fusedSpec = publicSpec(*plan.kernels.fused);
+    lp.fusedArgs = std::move(plan.fusedArgs);
+    lp.fusedInfo = compiled(*plan.kernels.fused).info();
+    lp.fusedGrid = plan.fusedGrid;
+  }
   lp.split = plan.schedule.split;
   lp.segmentChunks = plan.schedule.segChunks;
   if (lp.split) {
@@ -596,13 +665,17 @@ void launchForward(const ForwardParams &p, void *workspace, size_t workspaceByte
   checkWorkspace(p, l, workspace, workspaceBytes);
   CUcontext ctx = op::checkDevice(namedTensors(p, "o"), workspace, l.total);
   Plan plan = buildPlan(p, l, workspace);
-  // Launch order: prepare, (with a split) pass 1 and the merge, then pass 2.
-  std::vector<op::LaunchStep> steps = {{plan.kernels.prepare, &plan.prepare}};
+  // Launch order: prepare, (with a split) pass 1 and the merge, then pass 2
+  // (the state kernel, or the fused kernel, which needs prepare only for
+  // pass 1).
+  std::vector<op::LaunchStep> steps;
+  if (!plan.fused || plan.schedule.split) steps.push_back({plan.kernels.prepare, &plan.prepare});
   if (plan.schedule.split) {
     steps.push_back({plan.kernels.segment, &plan.segment});
     steps.push_back({plan.kernels.merge, &plan.merge});
   }
-  steps.push_back({plan.kernels.state, &plan.state});
+  if (plan.fused) steps.push_back({plan.kernels.fused, &plan.fusedArgs});
+  else steps.push_back({plan.kernels.state, &plan.state});
   op::launchAll(registry(), ctx, steps);
 }
 

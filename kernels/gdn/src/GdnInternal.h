@@ -56,8 +56,11 @@ struct WorkspaceLayout {
   Schedule schedule;
 };
 // W, U, GC (then HS, LS, PH, PL with a split) added to `ws`; dummy and total unset.
+// fusedMode: as forwardSchedule's (-1: the two-kernel path, as the
+// backward's recompute runs it).
 WorkspaceLayout addForwardRegions(op::WorkspacePlanner &ws, DType dtype, int64_t B, int64_t T, int64_t Hv,
-                                  int64_t K, int64_t V, int64_t numSequences, int64_t segmentChunks);
+                                  int64_t K, int64_t V, int64_t numSequences, int64_t segmentChunks,
+                                  int fusedMode = -1);
 
 // The kernels of kernels/gdn, compiled once per specialization and process.
 op::KernelRegistry &registry();

@@ -34,7 +34,7 @@ int64_t segmentIds(const ForwardShape &s, int64_t segChunks) {
   return s.B * cdiv(chunks, segChunks);
 }
 
-Schedule forwardSchedule(const ForwardShape &s, const MachineModel &m, int64_t force) {
+Schedule forwardSchedule(const ForwardShape &s, const MachineModel &m, int64_t force, int fusedMode) {
   const int64_t N = s.numSequences > 0 ? s.numSequences : s.B;
   const int64_t nV = s.V / kSlice, nK = s.K / kSlice, total = cdiv(s.T, kChunk);
 
@@ -95,6 +95,42 @@ Schedule forwardSchedule(const ForwardShape &s, const MachineModel &m, int64_t f
   best.split = best.segChunks < kNoSplit && total > best.segChunks;
   if (!best.split) best.segChunks = kNoSplit;
   best.numIds = segmentIds(s, best.segChunks);
+
+  // The path. Two-kernel: prepare (parallel over every chunk and v-head)
+  // plus the recurrence as scheduled above. Fused: one CTA per SM for each
+  // (sequence, v-head, 64-wide V slice), every chunk step on the CTA's chain.
+  auto prepareUs = [&](const Scenario &c) {
+    return double(c.seqs * c.chunks * s.Hv) * m.prepareChunkHeadUs / double(m.sms);
+  };
+  auto fusedUs = [&](const Scenario &c) {
+    const int64_t units = c.seqs * s.Hv * cdiv(s.V, 64);
+    return double(cdiv(units, m.sms)) * (double(c.chunks) * m.fusedChunkUs + m.waveStartUs);
+  };
+  if (fusedMode == 1) {
+    best.fused = true;
+    if (force <= 0) {
+      best.split = false;
+      best.segChunks = kNoSplit;
+      best.numIds = segmentIds(s, kNoSplit);
+    }
+  } else if (fusedMode == 0 && force <= 0) {
+    // As for the split: the path whose worse ratio to the better path, over
+    // the scenarios, is smaller.
+    double rf = 0, rt = 0;
+    for (const Scenario &c : scen) {
+      const double f = fusedUs(c), t = prepareUs(c) + cost(c.seqs, c.chunks, best.segChunks);
+      rf = std::max(rf, f / std::min(f, t));
+      rt = std::max(rt, t / std::min(f, t));
+    }
+    best.fusedUs = fusedUs(scen[0]);
+    best.twoKernelUs = prepareUs(scen[0]) + best.predictedUs;
+    if (rf < rt) {
+      best.fused = true;
+      best.split = false;
+      best.segChunks = kNoSplit;
+      best.numIds = segmentIds(s, kNoSplit);
+    }
+  }
   return best;
 }
 

@@ -23,7 +23,9 @@ struct Schedule {
   int64_t segChunks = kNoSplit;  // segment length in chunks
   int64_t numIds = 1;            // segment ids: grid z of the state passes (NZ)
   bool split = false;            // passes 1 and the merge run
-  double predictedUs = 0;        // the model's time of the recurrence, µs
+  bool fused = false;            // the fused kernel computes the output
+  double predictedUs = 0;        // the model's time of the recurrence, µs (the two-kernel path: without prepare)
+  double fusedUs = 0, twoKernelUs = 0;  // the model's whole forward on either path, µs (fusedMode 0)
 };
 
 // The machine the model describes: SMs, CTAs resident per SM, and the
@@ -40,10 +42,19 @@ struct MachineModel {
   double waveStartUs = 4.0;     // a wave of CTAs starting: state load, first loads
   double mergeStepUs = 3.0;     // one segment step of the merge
   double launchUs = 3.0;        // each extra kernel
+  // The fused kernel (one CTA per SM: 216 KB of shared memory): its chunk
+  // step, and the prepare kernel's SM time per chunk and v-head, measured
+  // on the H200 (bench/gdn_forward.py --also-two-kernel and
+  // bench/gdn_kernel_split.py, docs/performance.md).
+  double fusedChunkUs = 5.1;
+  double prepareChunkHeadUs = 4.58;
 };
 
 // `force`: 0 picks by the model; -1 never splits; n > 0 segments of n chunks.
-Schedule forwardSchedule(const ForwardShape &s, const MachineModel &m, int64_t force = 0);
+// `fusedMode`: -1 the two-kernel path (prepare + state); 1 the fused kernel
+// (split only when forced); 0 the model picks the path (fused only without a
+// split), weighing the same scenarios as the split.
+Schedule forwardSchedule(const ForwardShape &s, const MachineModel &m, int64_t force = 0, int fusedMode = -1);
 
 // Segment ids for a segment length (the grid z of both state passes).
 int64_t segmentIds(const ForwardShape &s, int64_t segChunks);

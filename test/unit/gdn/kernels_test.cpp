@@ -34,7 +34,7 @@ using qla::test::joined;
 
 namespace {
 
-const char *kFiles[] = {"gdn_fwd_prepare.qla", "gdn_fwd_state.qla", "gdn_fwd_merge.qla"};
+const char *kFiles[] = {"gdn_fwd_prepare.qla", "gdn_fwd_state.qla", "gdn_fwd_merge.qla", "gdn_fwd_fused.qla"};
 const char *kBackwardFiles[] = {"gdn_bwd_dh.qla", "gdn_bwd_dqk.qla", "gdn_bwd_wy.qla", "gdn_bwd_finish.qla"};
 
 bool kernelsPresent() {
@@ -76,6 +76,10 @@ Expected expectedSignature(const KernelSpec &spec, const ForwardConfig &c) {
     return {{"Q", "Kt", "W", "U", "GC", "CU", "H0", "O", "HT", "HS", "LS", "PH", "PL", "H", "VN"},
             {dt, dt, dt, dt, f32, cu, f32, dt, f32, f32, f32, bf, bf, dt, dt},
             {scale, ls}};
+  if (spec.file == "gdn_fwd_fused.qla")
+    return {{"Q", "Kt", "Vt", "G", "Beta", "CU", "H0", "HS", "O", "HT"},
+            {dt, dt, dt, gt, bt, cu, f32, f32, dt, f32},
+            {scale, ls}};
   if (spec.file == "gdn_bwd_dh.qla")
     return {{"Q", "Kt", "W", "DO", "GC", "CU", "H", "DHT", "DH", "DVD", "DH0", "SD"},
             {dt, dt, dt, dt, f32, cu, dt, f32, dt, dt, f32, f32},
@@ -116,7 +120,8 @@ void checkSignature(const KernelSpec &spec, const ForwardConfig &c, const qla::K
     CHECK(info.scalars[i].name == e.scalars[i].first);
     CHECK(info.scalars[i].dtype == e.scalars[i].second);
   }
-  CHECK(info.threads == 128);
+  // The fused kernel has three warpgroups (load, aux, math), the others one.
+  CHECK(info.threads == (spec.file == "gdn_fwd_fused.qla" ? 384 : 128));
 }
 
 // Every constant takes each of its values at least once.
@@ -163,8 +168,9 @@ int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 TEST_CASE("GDN: specializations", "[gdn][kernels]") {
   std::vector<ForwardConfig> all = qla::gdn::allForwardConfigs();
   CHECK(all.size() == 768);
-  std::set<std::string> distinct, prep, state, segment, merge;
+  std::set<std::string> distinct, prep, state, segment, merge, fused;
   for (auto &c : all) {
+    fused.insert(qla::gdn::fusedKernelSpec(c).str());
     distinct.insert(c.str());
     prep.insert(qla::gdn::prepareKernelSpec(c).str());
     state.insert(qla::gdn::stateKernelSpec(c).str());
@@ -176,6 +182,7 @@ TEST_CASE("GDN: specializations", "[gdn][kernels]") {
   CHECK(state.size() == 192);
   CHECK(segment.size() == 96);  // pass 1 never stores the final state
   CHECK(merge.size() == 12);    // cu dtype (none, i32, i64) x K x V
+  CHECK(fused.size() == 768);   // every constant of a configuration selects the fused kernel
 
   ForwardConfig c;
   c.varlen = true;
@@ -194,6 +201,9 @@ TEST_CASE("GDN: specializations", "[gdn][kernels]") {
         "gdn_fwd_state.qla -D CT=i64 -D DK=128 -D DT=bf16 -D DV=128 -D HAS_H0=1 -D L2NORM=0 -D PASS=1 -D "
         "STORE_HT=0 -D VARLEN=1");
   CHECK(qla::gdn::mergeKernelSpec(c).str() == "gdn_fwd_merge.qla -D CT=i64 -D DK=128 -D DV=128 -D VARLEN=1");
+  CHECK(qla::gdn::fusedKernelSpec(c).str() ==
+        "gdn_fwd_fused.qla -D BT=f32 -D CT=i64 -D DK=128 -D DT=bf16 -D DV=128 -D GT=f32 -D HAS_H0=1 -D L2NORM=0 -D "
+        "STORE_HT=0 -D VARLEN=1");
 
   // A call's configuration.
   std::vector<int64_t> offs = {0, 3, 100};
@@ -236,7 +246,8 @@ TEST_CASE("GDN: every specialization compiles through the QLA compiler with the 
   auto t0 = std::chrono::steady_clock::now();
   for (const ForwardConfig &c : qla::gdn::allForwardConfigs()) {
     for (const KernelSpec &spec : {qla::gdn::prepareKernelSpec(c), qla::gdn::stateKernelSpec(c),
-                                   qla::gdn::segmentKernelSpec(c), qla::gdn::mergeKernelSpec(c)}) {
+                                   qla::gdn::segmentKernelSpec(c), qla::gdn::mergeKernelSpec(c),
+                                   qla::gdn::fusedKernelSpec(c)}) {
       if (!done.insert(spec.str()).second) continue;
       qla::CompileOptions o;
       o.defines = spec.defines;
@@ -249,12 +260,13 @@ TEST_CASE("GDN: every specialization compiles through the QLA compiler with the 
       ++n;
     }
   }
-  CHECK(n == 192 + 192 + 96 + 12);
+  CHECK(n == 192 + 192 + 96 + 12 + 768);
 
   // How the default specialization passes each tensor (for the record).
   ForwardConfig c;
   for (const KernelSpec &spec : {qla::gdn::prepareKernelSpec(c), qla::gdn::stateKernelSpec(c),
-                                 qla::gdn::segmentKernelSpec(c), qla::gdn::mergeKernelSpec(c)}) {
+                                 qla::gdn::segmentKernelSpec(c), qla::gdn::mergeKernelSpec(c),
+                                 qla::gdn::fusedKernelSpec(c)}) {
     qla::CompileOptions o;
     o.defines = spec.defines;
     qla::CompiledKernel k;
@@ -324,6 +336,7 @@ TEST_CASE("GDN: launch plans match the compiled kernels", "[gdn][kernels][nvrtc]
     if (c.finalState) p.final_state = stateRef(7, N, cs.shape);
     if (c.varlen) p.cu_seqlens_host = cs.offsets.data();
     p.segment_chunks = -1;  // the plan without context parallelism (split plans: below)
+    p.fused = -1;           // the two-kernel path (the fused plans: below)
     REQUIRE(qla::gdn::forwardConfig(p) == c);
 
     const size_t n = qla::gdn::forwardWorkspaceBytes(p);
@@ -401,6 +414,7 @@ TEST_CASE("GDN: launch plans match the compiled kernels", "[gdn][kernels][nvrtc]
 
   SECTION("explicit scale and stream") {
     ForwardParams p = validParams();
+    p.fused = -1;
     p.scale = 0.25;
     p.stream = reinterpret_cast<CUstream>(0x1234);
     qla::gdn::LaunchPlan plan = qla::gdn::planForward(p, fakeWorkspace(), qla::gdn::forwardWorkspaceBytes(p));
@@ -418,6 +432,7 @@ TEST_CASE("GDN: launch plans match the compiled kernels", "[gdn][kernels][nvrtc]
     p.q.strides = p.k.strides = p.v.strides = {3, row, s.K, 1};
     p.k.data = base + s.Hqk * s.K * 2;
     p.v.data = base + 2 * s.Hqk * s.K * 2;
+    p.fused = -1;
     qla::gdn::LaunchPlan plan;
     try {
       plan = qla::gdn::planForward(p, fakeWorkspace(), qla::gdn::forwardWorkspaceBytes(p));
@@ -444,6 +459,7 @@ TEST_CASE("GDN: context-parallel launch plans", "[gdn][kernels][nvrtc]") {
     const int64_t N = varlen ? 3 : 2, T = p.q.shape[1], Hv = 4, K = 128, V = 128;
     p.initial_state = stateRef(6, N, s);
     p.final_state = stateRef(7, N, s);
+    p.fused = -1;
     p.segment_chunks = 3;
     const size_t n = qla::gdn::forwardWorkspaceBytes(p);
     p.segment_chunks = -1;
@@ -490,6 +506,67 @@ TEST_CASE("GDN: context-parallel launch plans", "[gdn][kernels][nvrtc]") {
   ForwardParams p = validParams();
   p.segment_chunks = -2;
   CHECK_THROWS_WITH(qla::gdn::forwardWorkspaceBytes(p), Catch::Contains("segment_chunks = -2"));
+}
+
+TEST_CASE("GDN: fused launch plans", "[gdn][kernels][nvrtc]") {
+  if (!kernelsPresent()) return;
+  for (bool varlen : {false, true})
+    for (int64_t seg : {int64_t(-1), int64_t(3)}) {
+      INFO("varlen " << varlen << ", segment_chunks " << seg);
+      Shape s;
+      s.B = varlen ? 1 : 2;
+      s.T = 1000;
+      s.Hqk = 2;
+      s.Hv = 4;
+      std::vector<int64_t> offs = {0, 1, 700, 1000};
+      ForwardParams p = varlen ? varlenParams(offs, DType::I32, s) : validParams(s);
+      if (varlen) p.cu_seqlens_host = offs.data();
+      const int64_t N = varlen ? 3 : 2, T = p.q.shape[1], Hv = 4, V = 128;
+      p.initial_state = stateRef(6, N, s);
+      p.final_state = stateRef(7, N, s);
+      p.segment_chunks = seg;
+      p.fused = 1;
+      const size_t n = qla::gdn::forwardWorkspaceBytes(p);
+      qla::gdn::LaunchPlan plan;
+      try {
+        plan = qla::gdn::planForward(p, fakeWorkspace(), n);
+      } catch (const std::exception &e) {
+        FAIL(e.what());
+      }
+      REQUIRE(plan.fused);
+      ForwardConfig c = qla::gdn::forwardConfig(p);
+      checkSignature(plan.fusedSpec, c, plan.fusedInfo);
+      CHECK(plan.fusedSpec.file == "gdn_fwd_fused.qla");
+      CHECK(plan.stateSpec.file.empty());  // the state kernel does not run
+      const bool split = seg > 0;
+      CHECK(plan.split == split);
+      // Prepare runs only for pass 1 of a split.
+      CHECK(plan.prepareSpec.file == (split ? "gdn_fwd_prepare.qla" : ""));
+      const int64_t NZ = !split ? (varlen ? N + 1 : 2)
+                                : (varlen ? N + cdiv(cdiv(T, 64) + N, 3) : 2 * cdiv(cdiv(T, 64), 3));
+      // One CTA per 64-wide V slice, v-head and segment id.
+      CHECK(plan.fusedGrid == std::array<int64_t, 3>{V / 64, Hv, NZ});
+      auto &ft = plan.fusedArgs.tensors;
+      REQUIRE(ft.size() == 10);
+      CHECK(ft[0].data == p.q.data);
+      CHECK(ft[1].data == p.k.data);
+      CHECK(ft[2].data == p.v.data);
+      CHECK(ft[3].data == p.g.data);
+      CHECK(ft[4].data == p.beta.data);
+      CHECK(ft[6].data == p.initial_state->data);
+      CHECK(ft[8].data == p.o.data);
+      CHECK(ft[9].data == p.final_state->data);
+      char *ws = static_cast<char *>(fakeWorkspace());
+      if (split) {
+        CHECK(ft[7].data == plan.merge.tensors[5].data);  // HS: the merge's start states
+        CHECK(ft[7].shape[0] == NZ);
+      } else {
+        CHECK(ft[7].data == ws + n - 256);  // the dummy: no segment states
+      }
+      REQUIRE(plan.fusedArgs.scalars.size() == 2);
+      CHECK(plan.fusedArgs.scalars[0] == Approx(1.0 / std::sqrt(128.0)));
+      CHECK(plan.fusedArgs.scalars[1] == (split ? 3.0 : double(int64_t(1) << 30)));
+    }
 }
 
 //===----------------------------------------------------------------------===//

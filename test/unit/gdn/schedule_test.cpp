@@ -61,6 +61,42 @@ TEST_CASE("GDN schedule: few heads and long sequences split, many heads do not",
   CHECK_FALSE(qla::gdn::forwardSchedule(shape(1, 32768, 64, 8), m).split);
 }
 
+TEST_CASE("GDN schedule: the fused kernel where its CTAs fill the machine", "[gdn][schedule]") {
+  MachineModel m;  // H200; the cases measured on 2026-12-01 (docs/performance.md)
+  auto pick = [&](ForwardShape sh) { return qla::gdn::forwardSchedule(sh, m, 0, 0); };
+  // 16/64 1x32768: 128 fused CTAs, 2.61 ms against 2.87 for the two-kernel path.
+  Schedule a = pick(shape(1, 32768, 64));
+  CHECK(a.fused);
+  CHECK_FALSE(a.split);
+  CHECK(a.fusedUs < a.twoKernelUs);
+  CHECK(a.fusedUs == Approx(2607).epsilon(0.05));
+  // 8/32 1x32768: 64 fused CTAs leave half the SMs idle (2.57 ms against 1.68).
+  Schedule b = pick(shape(1, 32768, 32));
+  CHECK_FALSE(b.fused);
+  CHECK(b.twoKernelUs == Approx(1681).epsilon(0.1));
+  // 16/64 8192x4 with cu_seqlens: fused for 4 equal sequences (2.53 ms
+  // against 2.96) and for one long one alike.
+  CHECK(pick(shape(1, 32768, 64, 4)).fused);
+  // Fixed length 4x8192 at 8/32: 256 CTAs (1.28 ms against 1.46).
+  CHECK(pick(shape(4, 8192, 32)).fused);
+  // Few heads: the two-kernel path with its split.
+  Schedule c = pick(shape(1, 32768, 8));
+  CHECK_FALSE(c.fused);
+  CHECK(c.split);
+  // -1: never fused; 1: fused, split only when forced.
+  CHECK_FALSE(qla::gdn::forwardSchedule(shape(1, 32768, 64), m, 0, -1).fused);
+  Schedule f = qla::gdn::forwardSchedule(shape(1, 32768, 8), m, 0, 1);
+  CHECK(f.fused);
+  CHECK_FALSE(f.split);
+  CHECK(f.numIds == 1);
+  Schedule g = qla::gdn::forwardSchedule(shape(2, 1000, 8), m, 3, 1);
+  CHECK(g.fused);
+  CHECK(g.split);
+  CHECK(g.segChunks == 3);
+  // With a forced split the model keeps the two-kernel path.
+  CHECK_FALSE(qla::gdn::forwardSchedule(shape(2, 1000, 8), m, 3, 0).fused);
+}
+
 TEST_CASE("GDN schedule: forcing a segment length", "[gdn][schedule]") {
   MachineModel m;
   Schedule s = qla::gdn::forwardSchedule(shape(2, 1000, 64), m, 3);

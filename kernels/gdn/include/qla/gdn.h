@@ -72,6 +72,13 @@ struct ForwardParams {
   // sequences into segments (KERNELS.md); -1 never cuts; n > 0 cuts them into
   // segments of n chunks of 64 tokens (for tests and experiments).
   int64_t segment_chunks = 0;
+  // The kernels: 0 lets the operator choose (the fused kernel when the
+  // schedule does not split, unless the environment variable QLA_GDN_FUSED
+  // is 0); 1 the fused warp-specialized
+  // kernel (gdn_fwd_fused.qla; with a split, pass 1 and the merge of the
+  // two-kernel path give its segment start states); -1 the two-kernel path
+  // (gdn_fwd_prepare.qla, then gdn_fwd_state.qla).
+  int fused = 0;
 };
 
 // Host-side checks of every dtype, shape, stride, alignment and of the host
@@ -88,7 +95,8 @@ size_t forwardWorkspaceBytes(const ForwardParams &p);
 size_t forwardWorkspaceBytes(DType dtype, int64_t B, int64_t T, int64_t Hv, int64_t K, int64_t V,
                              int64_t numSequences = 0, int64_t segmentChunks = 0);
 
-// Validates, then launches prepare and state on p.stream. `workspace`: a
+// Validates, then launches the forward's kernels on p.stream (the fused
+// kernel, or prepare and state: ForwardParams::fused, KERNELS.md). `workspace`: a
 // device buffer of at least forwardWorkspaceBytes(p) bytes, 256-byte aligned,
 // not overlapping any argument; its contents need no initialization.
 // Without a CUDA driver it throws "chunk_gated_delta_rule: no CUDA driver ...".
@@ -131,13 +139,14 @@ KernelSpec prepareKernelSpec(const ForwardConfig &c);  // DT BT GT CT DK DV VARL
 KernelSpec stateKernelSpec(const ForwardConfig &c);    // DT CT DK DV VARLEN L2NORM HAS_H0 STORE_HT PASS=2
 KernelSpec segmentKernelSpec(const ForwardConfig &c);  // the state kernel's PASS=1 (context parallelism)
 KernelSpec mergeKernelSpec(const ForwardConfig &c);    // CT DK DV VARLEN
+KernelSpec fusedKernelSpec(const ForwardConfig &c);    // DT BT GT CT DK DV VARLEN L2NORM HAS_H0 STORE_HT
 
 // The .qla sources embedded at build time (file name → source).
 const std::vector<std::pair<std::string, std::string>> &embeddedKernelSources();
 // Null when the file was not embedded (the build had no such kernel).
 const std::string *embeddedKernelSource(const std::string &file);
 
-// Compiles (JIT, memoized per process, kernel cache underneath) the two
+// Compiles (JIT, memoized per process, kernel cache underneath) the
 // kernels of `c`; with loadOnGpu and a GPU present also loads them into the
 // current CUDA context (device 0's primary context when none is current).
 // Throws Error naming the kernel file and its -D constants on a compile error.
@@ -164,6 +173,14 @@ struct LaunchPlan {
   rt::LaunchArgs segment, merge;
   KernelInfo segmentInfo, mergeInfo;
   std::array<int64_t, 3> segmentGrid{}, mergeGrid{};
+  // With fused, the fused kernel computes the output (in place of prepare and
+  // state, which are then not filled in); with a split too, prepare, segment
+  // and merge run before it (launch order: prepare, segment, merge, fused).
+  bool fused = false;
+  KernelSpec fusedSpec;
+  rt::LaunchArgs fusedArgs;
+  KernelInfo fusedInfo;
+  std::array<int64_t, 3> fusedGrid{};
 };
 LaunchPlan planForward(const ForwardParams &p, void *workspace, size_t workspaceBytes);
 
