@@ -208,12 +208,15 @@ struct Plan {
   std::array<int64_t, 3> prepareGrid{}, stateGrid{}, segmentGrid{}, mergeGrid{}, fusedGrid{};
 };
 
-// The path a call asks for (ForwardParams::fused; QLA_GDN_FUSED=0 turns the
-// operator's choice into the two-kernel path): forwardSchedule's fusedMode.
+// The path a call asks for (ForwardParams::fused; where it leaves the choice
+// to the operator, QLA_GDN_FUSED=0 asks for the two-kernel path and
+// QLA_GDN_FUSED=1 for the fused kernel): forwardSchedule's fusedMode.
 int fusedMode(const ForwardParams &p) {
   if (p.fused != 0) return p.fused > 0 ? 1 : -1;
   const char *e = std::getenv("QLA_GDN_FUSED");
-  return e && std::string(e) == "0" ? -1 : 0;
+  if (e && std::string(e) == "0") return -1;
+  if (e && std::string(e) == "1") return 1;
+  return 0;
 }
 
 WorkspaceLayout layoutOf(const ForwardParams &p) {

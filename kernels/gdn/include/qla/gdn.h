@@ -72,9 +72,9 @@ struct ForwardParams {
   // sequences into segments (KERNELS.md); -1 never cuts; n > 0 cuts them into
   // segments of n chunks of 64 tokens (for tests and experiments).
   int64_t segment_chunks = 0;
-  // The kernels: 0 lets the operator choose (the fused kernel when the
-  // schedule does not split, unless the environment variable QLA_GDN_FUSED
-  // is 0); 1 the fused warp-specialized
+  // The kernels: 0 lets the operator choose by its cost model (the
+  // environment variable QLA_GDN_FUSED=0 or 1 makes that choice the
+  // two-kernel path or the fused kernel); 1 the fused warp-specialized
   // kernel (gdn_fwd_fused.qla; with a split, pass 1 and the merge of the
   // two-kernel path give its segment start states); -1 the two-kernel path
   // (gdn_fwd_prepare.qla, then gdn_fwd_state.qla).
