@@ -826,9 +826,14 @@ LogicalResult Emitter::emitInvUnitLower(InvUnitLowerOp op) {
   };
   line(groupSync());
   // X starts as the identity: entries above the diagonal then add nothing.
-  std::string z = fresh("z");
-  line(fmt::format("for (int {0} = {1}; {0} < {2}; {0} += {3}) {4}[{0}] = ({0} % {5} == {0} / {5}) ? 1.0f : 0.0f;", z,
-                   tid, n * ld, nthreads, X, ld));
+  // With `blocks` only the diagonal blocks are computed, every entry of them
+  // by step 1, and the rest of the result is 0 by construction (the copy out
+  // selects it): no fill.
+  if (!blocks) {
+    std::string z = fresh("z");
+    line(fmt::format("for (int {0} = {1}; {0} < {2}; {0} += {3}) {4}[{0}] = ({0} % {5} == {0} / {5}) ? 1.0f : 0.0f;",
+                     z, tid, n * ld, nthreads, X, ld));
+  }
   {
     RegLoop l = openRegLoop(s);
     line(fmt::format("{}[{} * {} + {}] = {};", L, l.idx[0], ld, l.idx[1], fragElem(op.getSrc(), l.reg)));
@@ -903,7 +908,11 @@ LogicalResult Emitter::emitInvUnitLower(InvUnitLowerOp op) {
     line("}");
   }
   RegLoop l = openRegLoop(op.getDst().getType());
-  fragStore(op.getDst(), l.reg, fmt::format("{}[{} * {} + {}]", X, l.idx[0], ld, l.idx[1]));
+  if (blocks)
+    fragStore(op.getDst(), l.reg,
+              fmt::format("({1}) / {4} == ({2}) / {4} ? {0}[{1} * {3} + {2}] : 0.0f", X, l.idx[0], l.idx[1], ld, bs));
+  else
+    fragStore(op.getDst(), l.reg, fmt::format("{}[{} * {} + {}]", X, l.idx[0], ld, l.idx[1]));
   closeLoop();
   line(groupSync());
   return success();

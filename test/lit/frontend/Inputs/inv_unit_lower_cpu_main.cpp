@@ -37,6 +37,9 @@ int main(int argc, char **argv) {
     }
   }
 
+  // The arena starts as NaN (0xFF bytes), as a GPU's shared memory holds
+  // whatever came before: nothing may rely on it being zero.
+  std::memset(qla_smem_raw, 0xFF, QLA_SMEM_BYTES);
   std::memset(qla_smem_raw + QLA_SMEM_BYTES, 0xA5, kSimSmemGuard);
   simBarrier.threads = unsigned(nthreads);
   std::vector<std::thread> threads;
