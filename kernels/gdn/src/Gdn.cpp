@@ -563,18 +563,12 @@ KernelSpec segmentKernelSpec(const ForwardConfig &c) {
 }
 
 KernelSpec fusedKernelSpec(const ForwardConfig &c) {
-  KernelSpec s;
+  // Every constant of prepare's (the chunk-local work) and the states' of
+  // the state kernel's output pass.
+  KernelSpec s = prepareKernelSpec(c);
   s.file = kFusedFile;
-  s.defines = {{"DT", dtypeName(c.dtype)},
-               {"BT", dtypeName(c.betaDtype)},
-               {"GT", dtypeName(c.gDtype)},
-               {"CT", dtypeName(c.varlen ? c.cuDtype : DType::I32)},
-               {"DK", std::to_string(c.K)},
-               {"DV", std::to_string(c.V)},
-               {"VARLEN", c.varlen ? "1" : "0"},
-               {"L2NORM", c.l2norm ? "1" : "0"},
-               {"HAS_H0", c.initialState ? "1" : "0"},
-               {"STORE_HT", c.finalState ? "1" : "0"}};
+  s.defines["HAS_H0"] = c.initialState ? "1" : "0";
+  s.defines["STORE_HT"] = c.finalState ? "1" : "0";
   return s;
 }
 
