@@ -1,5 +1,6 @@
 """The qla Python package without a GPU: where it finds libqla.so, `python -m
-qla`, errors on a bad setup, a JIT compile through the C ABI.
+qla`, errors on a bad setup, a JIT compile through the C ABI, the GDN and GLA
+kernels through warmup, and qla.fla (test_fla_backend_cpu.py).
 
     python3 test/python/test_package.py BUILD/compiler/libqla.so VERSION
 
@@ -153,6 +154,15 @@ def main():
         check("gla.warmup compiles without torch or a GPU", rc == 0 and lines[:1] == ["warm"], out + err)
         check("gla.warmup with an unsupported dtype: QlaError naming it",
               len(lines) == 2 and "warmup: dtype f32 is not bf16 or f16" in lines[1], out + err)
+
+        # 8. qla.fla (QLA as FLA's backend) without torch, FLA or a GPU: its
+        # own script (the verifier's decisions, FLA's dispatch over stand-ins).
+        script = os.path.join(ROOT, "test", "python", "test_fla_backend_cpu.py")
+        p = subprocess.run([sys.executable, script, lib], capture_output=True, text=True, timeout=240,
+                           env={k: v for k, v in os.environ.items()
+                                if not k.startswith("QLA_") and not k.startswith("FLA_")})
+        print(p.stdout.rstrip().replace("\n", "\n  "))
+        check("qla.fla: test/python/test_fla_backend_cpu.py", p.returncode == 0, p.stderr[-2000:])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print("ALL PASS" if failures == 0 else f"{failures} FAILED")
