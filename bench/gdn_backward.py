@@ -2,7 +2,10 @@
 torch.autograd) against FLA's Triton chunk_gated_delta_rule, side by side in
 one process, on the backward rows of FlashQLA's published H200 table (K = V =
 128, bf16). FlashQLA's published backward time is listed beside each row (its
-table's own FLA column too); it is not measured here.
+table's own FLA column too; that time is its backward alone). With --flashqla,
+FlashQLA (flash_qla.chunk_gated_delta_rule under torch.autograd, the same
+tensors, the same timed step, the same CUDA-event method) is also measured:
+a forward + backward column comparable with QLA's and FLA's.
 
 Inputs (FlashQLA's benchmark inputs): B = 1, N equal sequences packed with
 cu_seqlens (int32 for QLA, int64 for FLA), an initial state (randn f32),
@@ -19,6 +22,8 @@ events: 2 warm-up steps, then the median over --reps of --steps steps.
     python3 bench/gdn_backward.py --list-rows      # parse the anchors only
     python3 bench/gdn_backward.py --warm-only --rows ...   # compile FLA's kernels first (in parallel
                                                            # processes, one per group of rows), then time
+    ... --flashqla                                 # also time FlashQLA forward + backward (measured);
+                                                   # with --warm-only it JIT-compiles FlashQLA's kernels too
 
 Writes bench/results/gdn_backward_<date>.json and .md (after every row, so a
 run cut short keeps what it measured).
@@ -60,25 +65,48 @@ def geomean(xs):
 
 def write(res, out_dir):
     date = res["date"]
+    os.makedirs(out_dir, exist_ok=True)
     base = os.path.join(out_dir, f"gdn_backward_h200_{date}")
     with open(base + ".json", "w") as f:
         json.dump(res, f, indent=1)
-    lines = [f"# GDN forward + backward, QLA vs FLA (H200, {date})", "",
-             f"Command: `{res['command']}`", "",
-             "| row | Hqk/Hv | seqs | QLA ms | FLA ms | FLA/QLA | FlashQLA published ms | QLA/FlashQLA |",
-             "|---|---|---|---|---|---|---|---|"]
+    fqm = any(r.get("flashqla_measured_ms") for r in res["rows"])  # FlashQLA measured here (--flashqla)
+    nan = float("nan")
+    lines = [f"# GDN forward + backward, QLA vs FLA{' and FlashQLA' if fqm else ''} (H200, {date})", "",
+             f"Command: `{res['command']}`", ""]
+    if fqm:
+        lines += [f"FlashQLA measured: {(res.get('flashqla') or {}).get('version', '?')}, "
+                  "flash_qla.chunk_gated_delta_rule forward + backward under torch.autograd, the same tensors and "
+                  "timed step as QLA and FLA. \"FlashQLA published ms\" is its own table's backward alone "
+                  "(not comparable with a forward + backward step).", ""]
+    head = ["row", "Hqk/Hv", "seqs", "QLA ms", "FLA ms", "FLA/QLA"]
+    if fqm:
+        head += ["FlashQLA ms (measured)", "FLA/FlashQLA", "QLA/FlashQLA (measured)"]
+    head += ["FlashQLA published ms", "QLA/FlashQLA"]
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in res["rows"]:
-        q, fl = r.get("qla_ms"), r.get("fla_ms")
-        sp = fl / q if q and fl else float("nan")
-        vs = q / r["flashqla_ms"] if q else float("nan")
-        lines.append(f"| {r['name']} | {r['hqk']}/{r['hv']} | {r['nseq']} | {q or float('nan'):.3f} | "
-                     f"{fl or float('nan'):.3f} | {sp:.2f} | {r['flashqla_ms']:.3f} | {vs:.2f} |")
+        q, fl, fm = r.get("qla_ms"), r.get("fla_ms"), r.get("flashqla_measured_ms")
+        sp = fl / q if q and fl else nan
+        vs = q / r["flashqla_ms"] if q else nan
+        cells = [r["name"], f"{r['hqk']}/{r['hv']}", str(r["nseq"]), f"{q or nan:.3f}", f"{fl or nan:.3f}", f"{sp:.2f}"]
+        if fqm:
+            cells += [f"{fm or nan:.3f}", f"{fl / fm if fl and fm else nan:.2f}", f"{q / fm if q and fm else nan:.2f}"]
+        cells += [f"{r['flashqla_ms']:.3f}", f"{vs:.2f}"]
+        lines.append("| " + " | ".join(cells) + " |")
     done = [r for r in res["rows"] if r.get("qla_ms") and r.get("fla_ms")]
     lines += ["", f"Geometric mean over {len(done)} rows: FLA/QLA = "
               f"{geomean([r['fla_ms'] / r['qla_ms'] for r in done]):.3f}, QLA/FlashQLA(published) = "
               f"{geomean([r['qla_ms'] / r['flashqla_ms'] for r in done]):.3f}"]
+    if fqm:
+        both = [r for r in res["rows"] if r.get("qla_ms") and r.get("flashqla_measured_ms")]
+        flm = [r for r in res["rows"] if r.get("fla_ms") and r.get("flashqla_measured_ms")]
+        worst = max(both, key=lambda r: r["qla_ms"] / r["flashqla_measured_ms"], default=None)
+        lines += ["", f"FlashQLA measured, over {len(both)} rows: QLA/FlashQLA = "
+                  f"{geomean([r['qla_ms'] / r['flashqla_measured_ms'] for r in both]):.3f} (worst "
+                  + (f"{worst['qla_ms'] / worst['flashqla_measured_ms']:.3f}, {worst['name']}" if worst else "—")
+                  + f"), FLA/FlashQLA = {geomean([r['fla_ms'] / r['flashqla_measured_ms'] for r in flm]):.3f}"]
     if res.get("check"):
-        lines += ["", "QLA vs FLA gradients (rms rel, per row): see the JSON (`diff`)."]
+        lines += ["", "QLA vs FLA gradients (rms rel, per row): see the JSON (`diff`)"
+                  + ("; FlashQLA vs FLA: `diff_flashqla`." if fqm else ".")]
     with open(base + ".md", "w") as f:
         f.write("\n".join(lines) + "\n")
     return "\n".join(lines)
@@ -96,7 +124,10 @@ def main():
                     help="run one step of each selected row (compiles FLA's Triton kernels into Triton's cache) "
                          "and time nothing; sets FLA_CACHE_RESULTS=0 so that no autotune choice made here is "
                          "kept for a timed run (run several of these in parallel, one per group of rows)")
-    ap.add_argument("--no-qla", action="store_true", help="with --warm-only: FLA only")
+    ap.add_argument("--no-qla", action="store_true", help="with --warm-only: FLA only (and FlashQLA with --flashqla)")
+    ap.add_argument("--flashqla", action="store_true",
+                    help="also time FlashQLA forward + backward (import flash_qla; a measured column beside the "
+                         "published one)")
     ap.add_argument("--out-dir", default=os.path.join(ROOT, "bench", "results"))
     args = ap.parse_args()
     rows = parse_rows(args.anchors)
@@ -114,8 +145,23 @@ def main():
         os.environ["FLA_CACHE_RESULTS"] = "0"
     os.environ.setdefault("FLA_FLASH_QLA", "0")
     os.environ.setdefault("FLA_TILELANG", "0")
-    import torch
-    import torch.nn.functional as F
+    try:
+        import torch
+        import torch.nn.functional as F
+    except ImportError:
+        print("error: timing needs PyTorch with CUDA (--list-rows only parses the anchors)", file=sys.stderr)
+        return 2
+    if not torch.cuda.is_available():
+        print("SKIP: no GPU (torch.cuda.is_available() is False)")
+        return 0
+    fq_fn = None
+    fq_info = None
+    if args.flashqla:
+        import anchors
+        fq_lib, why = anchors.import_flashqla()  # prints a SKIP line with the reason if it does not import
+        fq_info = fq_lib.info() if fq_lib else dict(skipped=why)
+        if fq_lib:
+            fq_fn = anchors.flashqla_autograd_fn(fq_lib)
     import qla
     import fla.ops.common.chunk_o as fco
     fco.TRITON_ABOVE_3_7_1 = True  # FLA's backward on Triton 3.6 (its issue #640; checked correct on the H200)
@@ -123,6 +169,8 @@ def main():
 
     res = dict(date=datetime.date.today().isoformat(), gpu=torch.cuda.get_device_name(),
                command="python3 " + " ".join(sys.argv), torch=torch.__version__, rows=[], check=args.check)
+    if args.flashqla:
+        res["flashqla"] = fq_info
     dev, bf = "cuda", torch.bfloat16
     K = V = 128
     for r in rows:
@@ -166,6 +214,11 @@ def main():
             if not args.no_qla:
                 step(qla.chunk_gated_delta_rule, cu32)
             step(fla_fn, cu32.long())
+            if fq_fn is not None:
+                try:
+                    step(fq_fn, cu32)  # JIT-compiles FlashQLA's kernels into TileLang's disk cache
+                except Exception as e:  # noqa: BLE001
+                    print(f"{r['name']:22s} FlashQLA FAILED: {type(e).__name__}: {e}", flush=True)
             torch.cuda.synchronize()
             print(f"{r['name']:22s} warmed in {time.time() - t0:.0f} s", flush=True)
             del leaves
@@ -175,15 +228,33 @@ def main():
             step(qla.chunk_gated_delta_rule, cu32)
             mine = [x.grad.clone() for x in leaves]
         r["fla_ms"] = timed(fla_fn, cu32.long())
+        names = ("dq", "dk", "dv", "dg", "dbeta", "dh0")
         if args.check:
             step(fla_fn, cu32.long())
-            r["diff"] = {n: ((a.double() - b.grad.double()).pow(2).mean().sqrt()
-                             / b.grad.double().pow(2).mean().sqrt()).item()
-                         for n, a, b in zip(("dq", "dk", "dv", "dg", "dbeta", "dh0"), mine, leaves)}
+            ref = [x.grad for x in leaves]
+            r["diff"] = {n: ((a.double() - b.double()).pow(2).mean().sqrt()
+                             / b.double().pow(2).mean().sqrt()).item()
+                         for n, a, b in zip(names, mine, ref)}
+        if fq_fn is not None:
+            # FlashQLA forward + backward, timed like the others (int32 cu_seqlens and f32 beta as they are)
+            try:
+                r["flashqla_measured_ms"] = timed(fq_fn, cu32)
+                if args.check:
+                    step(fq_fn, cu32)
+                    r["diff_flashqla"] = {n: ((x.grad.double() - b.double()).pow(2).mean().sqrt()
+                                              / b.double().pow(2).mean().sqrt()).item()
+                                          for n, x, b in zip(names, leaves, ref)}
+            except Exception as e:  # noqa: BLE001
+                r["flashqla_error"] = f"{type(e).__name__}: {str(e).strip()[:300]}"
         res["rows"].append(r)
+        fm = r.get("flashqla_measured_ms")
         print(f"{r['name']:22s} QLA {r['qla_ms']:.3f} ms  FLA {r['fla_ms']:.3f} ms  FLA/QLA "
-              f"{r['fla_ms'] / r['qla_ms']:.2f}  (FlashQLA published {r['flashqla_ms']:.3f})  {time.time() - t0:.0f} s"
-              + (f"  diff {r['diff']}" if args.check else ""), flush=True)
+              f"{r['fla_ms'] / r['qla_ms']:.2f}  "
+              + (f"FlashQLA {fm:.3f} ms  QLA/FlashQLA {r['qla_ms'] / fm:.2f}  " if fm else "")
+              + (f"FlashQLA FAILED {r['flashqla_error']}  " if r.get("flashqla_error") else "")
+              + f"(FlashQLA published [bwd only] {r['flashqla_ms']:.3f})  {time.time() - t0:.0f} s"
+              + (f"  diff {r['diff']}" if args.check else "")
+              + (f"  FlashQLA diff {r['diff_flashqla']}" if r.get("diff_flashqla") else ""), flush=True)
         write(res, args.out_dir)
         del leaves
         torch.cuda.empty_cache()

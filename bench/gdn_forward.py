@@ -17,6 +17,14 @@ int64 cu_seqlens.
         python3 bench/gdn_forward.py --anchors shared/anchors/flashqla_published_h200.txt [--check]
     python3 bench/gdn_forward.py --list-rows        # parse the anchors only (no torch needed)
     python3 bench/gdn_forward.py --warm-only        # compile / autotune every selected row once
+    ... --flashqla --flashinfer                     # also time FlashQLA and FlashInfer (measured columns;
+                                                    # their packages on PYTHONPATH: scripts/anchor_carry.sh)
+
+With --flashqla / --flashinfer the anchors are timed the same way, on the same
+tensors, each through bench/anchors.py's adapter (their layouts and gates
+converted once outside the timed call; see there). The acceptance metric of
+the fused forward is then per row QLA_ms / min(FlashQLA_ms, FlashInfer_ms)
+("ours/best"), its geometric mean and its worst row.
 
 Writes bench/results/gdn_forward_<date>.json and .md (suffix _partial when rows
 are filtered) and prints the markdown table.
@@ -145,6 +153,23 @@ def setup_fla_env(warm_only=False):
     return {k: os.environ.get(k) for k in ("FLA_FLASH_QLA", "FLA_TILELANG", "FLA_INTRACARD_CP", "FLA_CACHE_RESULTS")}
 
 
+def import_anchors(args):
+    """[(name, AnchorLib)] for the anchors asked for that import; the others
+    print a SKIP line with the reason and are recorded in info."""
+    import anchors
+    libs, info = [], {}
+    for flag, imp in (("flashqla", anchors.import_flashqla), ("flashinfer", anchors.import_flashinfer)):
+        if not getattr(args, flag):
+            continue
+        lib, why = imp()
+        if lib is None:
+            info[flag] = dict(skipped=why)
+        else:
+            info[flag] = lib.info()
+            libs.append((flag, lib))
+    return libs, info
+
+
 def import_impls(args):
     ours = fla = None
     info = {}
@@ -228,6 +253,12 @@ def fla_call_for(torch, fla, inp, r):
         return call, r["hv"], note
 
 
+def anchor_kw(name, args):
+    """Adapter options: FlashInfer gets the longest sequence as its max_seqlen
+    hint unless --flashinfer-no-max-seqlen."""
+    return dict(max_seqlen_hint=not args.flashinfer_no_max_seqlen) if name == "flashinfer" else {}
+
+
 def time_graph(torch, fn, calls, replays):
     """Median ms per call over `replays` replays of a graph of `calls` calls."""
     from timing import time_graph as _time_graph
@@ -286,9 +317,26 @@ def fmt(x, spec):
     return "—" if x is None or (isinstance(x, float) and not math.isfinite(x)) else format(x, spec)
 
 
+def times(x, spec=".2f"):
+    """'1.23×', or '—' if there is no value."""
+    s = fmt(x, spec)
+    return s if s == "—" else s + "×"
+
+
+ANCHOR_NAMES = ("flashqla", "flashinfer")
+ANCHOR_LABELS = {"flashqla": "FlashQLA", "flashinfer": "FlashInfer"}
+
+
+def measured_anchors(rows):
+    """The anchors that have a measured time in some row, in a fixed order."""
+    return [n for n in ANCHOR_NAMES if any(r.get(n + "_ms") for r in rows)]
+
+
 def write_markdown(res, check):
     m = res["meta"]
-    lines = [f"# GDN forward: QLA vs FLA (Triton), {m['gpu']}, {m['date']}", "",
+    anc = measured_anchors(res["rows"])
+    lines = [f"# GDN forward: QLA vs FLA (Triton){''.join(', ' + ANCHOR_LABELS[n] for n in anc)}, "
+             f"{m['gpu']}, {m['date']}", "",
              f"Command: `{m['command']}`", "",
              f"torch {m['torch']}, triton {m.get('triton')}, FLA {m.get('fla_version')} "
              f"({m.get('fla_commit') or 'commit unknown'}); FLA env {m.get('fla_env')}. "
@@ -296,10 +344,20 @@ def write_markdown(res, check):
              f"{', initial state' if m['inputs']['h0'] else ''}. Timing: {m['timing']}.", "",
              "FlashQLA/FLA and FlashInfer/FLA are the published speedups over FLA of FlashQLA's H200 table "
              "(FLA 0.5.1, torch 2.9.1), not measured here. \"ahead\": our FLA/ours above both.", ""]
+    if anc:
+        lines += [" ".join(
+            f"{ANCHOR_LABELS[n]} ms is measured here, in the same process on the same tensors "
+            f"({(m.get('anchor_libs') or {}).get(n, {}).get('version', '?')}; {(m.get('anchor_conversions') or {}).get(n, '')})."
+            for n in anc) + " \"ours/best\": ours ms / min(measured anchors' ms) (below 1: QLA faster).", ""]
     head = ["model", "Hqk/Hv", "sequences", "ours ms", "FLA ms", "FLA/ours", "FlashQLA/FLA (pub.)",
             "FlashInfer/FLA (pub.)", "FlashQLA/FlashInfer (pub.)", "ahead"]
+    for n in anc:
+        head += [f"{ANCHOR_LABELS[n]} ms", f"FLA/{ANCHOR_LABELS[n]}"]
+    if anc:
+        head.append("ours/best")
     if check:
         head.append("o vs FLA (rms rel)")
+        head += [f"{ANCHOR_LABELS[n]} o vs FLA" for n in anc]
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|" + "---|" * len(head))
     for r in res["rows"]:
@@ -307,8 +365,14 @@ def write_markdown(res, check):
                  fmt(r["ratio"], ".2f") + ("×" if r["ratio"] else ""), f"{r['published']['flashqla_vs_fla']:.2f}×",
                  f"{r['published']['flashinfer_vs_fla']:.2f}×", f"{r['published']['flashqla_vs_flashinfer']:.2f}×",
                  "—" if r["ahead_of_both"] is None else ("yes" if r["ahead_of_both"] else "**no**")]
+        for n in anc:
+            cells += [fmt(r.get(n + "_ms"), ".3f"), fmt(r.get("fla_over_" + n), ".2f") + ("×" if r.get("fla_over_" + n) else "")]
+        if anc:
+            cells.append(fmt(r.get("ours_over_best_anchor"), ".2f") + ("×" if r.get("ours_over_best_anchor") else "")
+                         + (f" ({ANCHOR_LABELS[r['best_anchor']]})" if r.get("best_anchor") and len(anc) > 1 else ""))
         if check:
             cells.append(fmt((r.get("check") or {}).get("o_rms_rel"), ".1e"))
+            cells += [fmt((r.get("check") or {}).get(n + "_o_rms_rel"), ".1e") for n in anc]
         if r.get("errors") or r.get("notes"):
             cells[-1] += " (" + "; ".join(r["errors"] + r["notes"]).replace("|", "/")[:160] + ")"
         lines.append("| " + " | ".join(cells) + " |")
@@ -318,18 +382,52 @@ def write_markdown(res, check):
               f"FlashInfer/FLA {fmt(gm['flashinfer_vs_fla_published'], '.2f')}×); "
               f"ahead of both on {gm['rows_ahead_of_both']} of {gm['rows']} rows; "
               f"min FLA/ours {fmt(gm['min_fla_over_ours'], '.2f')}×.", ""]
+    if anc:
+        lines += [
+            "Measured anchors: " + ", ".join(
+                f"FLA/{ANCHOR_LABELS[n]} {times(gm.get('fla_over_' + n))} over {gm.get(n + '_rows')} rows"
+                for n in anc) + ". "
+            f"**QLA / min({', '.join(ANCHOR_LABELS[n] for n in anc)}): geometric mean "
+            f"{times(gm.get('ours_over_best_anchor'), '.3f')}, worst {times(gm.get('ours_over_best_anchor_worst'), '.3f')} "
+            f"({gm.get('ours_over_best_anchor_worst_row') or '—'})** over {gm.get('best_anchor_rows')} rows "
+            f"(below 1: QLA faster); QLA faster than the better anchor on {gm.get('rows_faster_than_best_anchor')} "
+            f"of them; the better anchor: "
+            + ", ".join(f"{ANCHOR_LABELS[n]} on {c}" for n, c in (gm.get("best_anchor_counts") or {}).items())
+            + (f". {gm['best_anchor_partial_rows']} rows had only one anchor measured."
+               if gm.get("best_anchor_partial_rows") else "."), ""]
     return "\n".join(lines)
 
 
 def summarize(rows):
     """The geometric means of a result's rows."""
     measured = [x for x in rows if x["ratio"]]
-    return dict(rows=len(measured),
-                fla_over_ours=geomean([x["ratio"] for x in measured]),
-                min_fla_over_ours=min((x["ratio"] for x in measured), default=float("nan")),
-                flashqla_vs_fla_published=geomean([x["published"]["flashqla_vs_fla"] for x in measured]),
-                flashinfer_vs_fla_published=geomean([x["published"]["flashinfer_vs_fla"] for x in measured]),
-                rows_ahead_of_both=sum(1 for x in measured if x["ahead_of_both"]))
+    out = dict(rows=len(measured),
+               fla_over_ours=geomean([x["ratio"] for x in measured]),
+               min_fla_over_ours=min((x["ratio"] for x in measured), default=float("nan")),
+               flashqla_vs_fla_published=geomean([x["published"]["flashqla_vs_fla"] for x in measured]),
+               flashinfer_vs_fla_published=geomean([x["published"]["flashinfer_vs_fla"] for x in measured]),
+               rows_ahead_of_both=sum(1 for x in measured if x["ahead_of_both"]))
+    anc = measured_anchors(rows)
+    if anc:
+        # measured anchors: FLA over each, and the acceptance metric QLA / min(anchors)
+        for n in anc:
+            xs = [x["fla_over_" + n] for x in rows if x.get("fla_over_" + n)]
+            out[n + "_rows"] = len([x for x in rows if x.get(n + "_ms")])
+            out["fla_over_" + n] = geomean(xs)
+        best = [x for x in rows if x.get("ours_over_best_anchor")]
+        worst = max(best, key=lambda x: x["ours_over_best_anchor"], default=None)
+        counts = {}
+        for x in best:
+            counts[x["best_anchor"]] = counts.get(x["best_anchor"], 0) + 1
+        out.update(best_anchor_rows=len(best),
+                   ours_over_best_anchor=geomean([x["ours_over_best_anchor"] for x in best]),
+                   ours_over_best_anchor_worst=worst["ours_over_best_anchor"] if worst else float("nan"),
+                   ours_over_best_anchor_worst_row=(f"{worst['model']} {worst['hqk']}/{worst['hv']} {worst['layout']}"
+                                                    if worst else None),
+                   rows_faster_than_best_anchor=sum(1 for x in best if x["ours_over_best_anchor"] < 1),
+                   best_anchor_counts=counts,
+                   best_anchor_partial_rows=sum(1 for x in best if len(x.get("best_anchor_of") or []) < len(anc)))
+    return out
 
 
 def merge_results(paths, anchors, out_dir):
@@ -355,6 +453,17 @@ def merge_results(paths, anchors, out_dir):
     return 0
 
 
+ANCHOR_CONVERSIONS = {
+    "flashqla": "flash_qla.chunk_gated_delta_rule on the same tensors (FLA layout, log gate, native GVA); "
+                "converted once outside timing: cu_seqlens -> int32 ([0, T] for 1xT rows), beta -> f32",
+    "flashinfer": "flashinfer.gdn_prefill.chunk_gated_delta_rule; converted once outside timing: q/k/v packed "
+                  "[T, H, D] (views), alpha = exp(g) f32, beta f32, h0 transposed to [N, H, V, K], int32 "
+                  "cu_seqlens ([0, T] for 1xT rows), output and output_state preallocated, max_seqlen = longest "
+                  "sequence (unless --flashinfer-no-max-seqlen); o / state brought back to FLA's layout for "
+                  "--check only",
+}
+
+
 def run_gpu(rows, args):
     try:
         import torch
@@ -366,6 +475,11 @@ def run_gpu(rows, args):
         print("SKIP: no GPU (torch.cuda.is_available() is False)")
         return 0
     ours, fla, info = import_impls(args)
+    anchor_libs, info["anchor_libs"] = import_anchors(args)
+    import anchors
+    if ours is None and fla is None and not anchor_libs:
+        print("SKIP: nothing left to run (the anchors asked for do not import)")
+        return 0
     torch.backends.cuda.matmul.allow_tf32 = False
     try:
         import triton
@@ -374,7 +488,9 @@ def run_gpu(rows, args):
         triton_version = None
     gpu = torch.cuda.get_device_name()
     print(f"{gpu}, torch {torch.__version__}, triton {triton_version}, "
-          f"FLA {info.get('fla_version', '-')} {info.get('fla_commit') or ''}, {len(rows)} rows", flush=True)
+          f"FLA {info.get('fla_version', '-')} {info.get('fla_commit') or ''}, "
+          + "".join(f"{anchors.LABELS[n]} {lib.version}, " for n, lib in anchor_libs)
+          + f"{len(rows)} rows", flush=True)
 
     if args.warm_only:
         t_all = time.time()
@@ -392,6 +508,18 @@ def run_gpu(rows, args):
                     print(f"  warm {i:3d} {config_name(r):18s} {name:4s} {time.time() - t0:7.1f} s", flush=True)
                 except Exception as e:  # noqa: BLE001
                     print(f"  warm {i:3d} {config_name(r):18s} {name:4s} FAILED: {type(e).__name__}: {e}", flush=True)
+            for name, lib in anchor_libs:
+                t0 = time.time()
+                try:
+                    prep = anchors.prepare_forward(lib, inp, r["hqk"], r["hv"], **anchor_kw(name, args))
+                    prep.call()
+                    torch.cuda.synchronize()
+                    print(f"  warm {i:3d} {config_name(r):18s} {anchors.LABELS[name]:10s} {time.time() - t0:7.1f} s"
+                          + (f"  ({'; '.join(prep.notes)})" if prep.notes else ""), flush=True)
+                    del prep
+                except Exception as e:  # noqa: BLE001
+                    print(f"  warm {i:3d} {config_name(r):18s} {anchors.LABELS[name]:10s} FAILED: "
+                          f"{type(e).__name__}: {e}", flush=True)
             del inp
             torch.cuda.empty_cache()
         print(f"warm-up of {len(rows)} rows done in {time.time() - t_all:.0f} s")
@@ -405,12 +533,14 @@ def run_gpu(rows, args):
                       command="python3 " + " ".join(sys.argv), anchors=os.path.abspath(args.anchors),
                       anchors_header=read_anchor_header(args.anchors), **info,
                       timing=(f"CUDA-graph replay: 3 warm-up calls, {args.calls} calls per graph, median of "
-                              f"{args.replays} replays (per-row 'ours_timing'/'fla_timing' say if eager was used)"),
+                              f"{args.replays} replays (per-row 'ours_timing'/'fla_timing'/'flashqla_timing'/"
+                              f"'flashinfer_timing' say if eager was used)"),
                       inputs=dict(K=K_DIM, V=V_DIM, qkv="bf16", g="logsigmoid(randn) f32",
                                   beta=f"sigmoid(randn) {args.beta_dtype}", qk="F.normalize(randn), outside timing",
                                   scale="K^-0.5", output_final_state=True, h0=bool(args.h0),
                                   varlen="multi-sequence rows packed, B = 1, int64 cu_seqlens; 1xT rows B = 1 plain",
-                                  seed=args.seed)),
+                                  seed=args.seed),
+                      anchor_conversions=({n: ANCHOR_CONVERSIONS[n] for n, _ in anchor_libs} or None)),
             rows=out_rows,
             geomean=summarize(out_rows))
         md = write_markdown(res, args.check and ours is not None and fla is not None)
@@ -477,33 +607,78 @@ def run_gpu(rows, args):
                 else:
                     os.environ["QLA_GDN_FUSED"] = saved
             torch.cuda.empty_cache()
+        preps = {}
+        for name, lib in anchor_libs:
+            label = anchors.LABELS[name]
+            try:
+                prep = anchors.prepare_forward(lib, inp, r["hqk"], r["hv"], **anchor_kw(name, args))
+                rec["notes"] += prep.notes
+                if prep.expanded:
+                    rec[f"{name}_qk_expanded"] = True
+                ms, how, ts, err = measure(torch, prep.call, args)
+                preps[name] = prep
+            except Exception as e:  # noqa: BLE001
+                ms, how, ts, err = None, None, [], f"{type(e).__name__}: {str(e).strip()[:300]}"
+            rec.update({f"{name}_ms": ms, f"{name}_timing": how, f"{name}_times": ts})
+            if err:
+                rec["errors"].append(f"{label}: " + err)
+            if ms and rec["fla_ms"]:
+                rec[f"fla_over_{name}"] = rec["fla_ms"] / ms
+            torch.cuda.empty_cache()
+        measured = {n: rec.get(f"{n}_ms") for n, _ in anchor_libs if rec.get(f"{n}_ms")}
+        if measured:
+            best = min(measured, key=measured.get)
+            rec.update(best_anchor=best, best_anchor_ms=measured[best], best_anchor_of=sorted(measured))
+            if rec["ours_ms"]:
+                rec["ours_over_best_anchor"] = rec["ours_ms"] / measured[best]
         if rec["ours_ms"] and rec["fla_ms"]:
             rec["ratio"] = rec["fla_ms"] / rec["ours_ms"]
             rec["ahead_of_both"] = rec["ratio"] > max(r["flashqla_vs_fla"], r["flashinfer_vs_fla"])
         else:
             rec["ahead_of_both"] = None
-        if args.check and ours is not None and fla is not None:
+        if args.check and fla is not None and (ours is not None or preps):
             try:
-                o1, h1 = make_call(ours, inp)()
                 o2, h2 = make_call(fla, inp, expand_qk_to=fla_expand)()
                 torch.cuda.synchronize()
-                rec["check"] = dict(o_rms_rel=rms_rel(o1, o2), ht_rms_rel=rms_rel(h1, h2),
-                                    ours_nan=bool(torch.isnan(o1).any().item()))
-                del o1, h1, o2, h2
+                rec["check"] = {}
+                if ours is not None:
+                    o1, h1 = make_call(ours, inp)()
+                    torch.cuda.synchronize()
+                    rec["check"].update(o_rms_rel=rms_rel(o1, o2), ht_rms_rel=rms_rel(h1, h2),
+                                        ours_nan=bool(torch.isnan(o1).any().item()))
+                    del o1, h1
+                for name, prep in preps.items():
+                    try:
+                        oa, ha = prep.to_fla(prep.call())  # FlashInfer's o/state back to FLA's layout
+                        torch.cuda.synchronize()
+                        rec["check"].update({f"{name}_o_rms_rel": rms_rel(oa, o2), f"{name}_ht_rms_rel": rms_rel(ha, h2),
+                                             f"{name}_nan": bool(torch.isnan(oa).any().item())})
+                        del oa, ha
+                    except Exception as e:  # noqa: BLE001
+                        rec["errors"].append(f"check {anchors.LABELS[name]}: {type(e).__name__}: {str(e).strip()[:200]}")
+                del o2, h2
             except Exception as e:  # noqa: BLE001
                 rec["errors"].append(f"check: {type(e).__name__}: {str(e).strip()[:200]}")
+        del preps
         del inp
         torch.cuda.empty_cache()
         out_rows.append(rec)
         chk = ""
         if rec.get("check"):
             c = rec["check"]
-            chk = f"  o vs FLA {c['o_rms_rel']:.1e} ht {c['ht_rms_rel']:.1e}" + ("  NaN!" if c["ours_nan"] else "") + \
-                  ("  (!)" if c["o_rms_rel"] > 0.01 else "")
+            for who, pre in [("", "")] + [(anchors.LABELS[n] + " ", n + "_") for n, _ in anchor_libs]:
+                if c.get(pre + "o_rms_rel") is None:
+                    continue
+                chk += (f"  {who}o vs FLA {c[pre + 'o_rms_rel']:.1e} ht {c[pre + 'ht_rms_rel']:.1e}"
+                        + ("  NaN!" if c[(pre or 'ours_') + 'nan'] else "")
+                        + ("  (!)" if c[pre + "o_rms_rel"] > 0.01 else ""))
+        anc = "".join(f"{anchors.LABELS[n]} {fmt(rec.get(n + '_ms'), '8.3f')} ms  " for n, _ in anchor_libs)
+        if anchor_libs:
+            anc += f"ours/best {fmt(rec.get('ours_over_best_anchor'), '5.2f')}  "
         print(f"  {i:3d} {r['model']:16s} {config_name(r):18s} ours {fmt(rec['ours_ms'], '8.3f')} ms  "
               + (f"(two-kernel {fmt(rec.get('ours_two_kernel_ms'), '8.3f')} ms)  " if args.also_two_kernel else "")
-              + f"FLA {fmt(rec['fla_ms'], '8.3f')} ms  FLA/ours {fmt(rec['ratio'], '5.2f')}  "
-              f"(pub. FlashQLA {r['flashqla_vs_fla']:.2f}, FlashInfer {r['flashinfer_vs_fla']:.2f})"
+              + f"FLA {fmt(rec['fla_ms'], '8.3f')} ms  FLA/ours {fmt(rec['ratio'], '5.2f')}  " + anc
+              + f"(pub. FlashQLA {r['flashqla_vs_fla']:.2f}, FlashInfer {r['flashinfer_vs_fla']:.2f})"
               f"{chk}{'  ' + '; '.join(rec['errors'] + rec['notes']) if rec['errors'] or rec['notes'] else ''}",
               flush=True)
         report(final=False)
@@ -526,6 +701,12 @@ def main():
     ap.add_argument("--check", action="store_true", help="also compare our o and final state with FLA's (rms relative)")
     ap.add_argument("--no-fla", action="store_true", help="time ours only")
     ap.add_argument("--no-ours", action="store_true", help="time FLA only")
+    ap.add_argument("--flashqla", action="store_true",
+                    help="also time FlashQLA (import flash_qla; measured column, FLA/FlashQLA, ours/best)")
+    ap.add_argument("--flashinfer", action="store_true",
+                    help="also time FlashInfer's GDN prefill (flashinfer.gdn_prefill; measured column)")
+    ap.add_argument("--flashinfer-no-max-seqlen", action="store_true",
+                    help="do not pass FlashInfer the longest sequence as its max_seqlen hint")
     ap.add_argument("--calls", type=int, default=10, help="calls captured per CUDA graph (default %(default)s)")
     ap.add_argument("--replays", type=int, default=15, help="graph replays, median taken (default %(default)s)")
     ap.add_argument("--beta-dtype", choices=("bf16", "f32"), default="bf16")
@@ -550,7 +731,7 @@ def main():
     if args.list_rows:
         list_rows(sel, args.anchors)
         return 0
-    if args.no_fla and args.no_ours:
+    if args.no_fla and args.no_ours and not (args.flashqla or args.flashinfer):
         print("error: --no-fla and --no-ours leave nothing to run", file=sys.stderr)
         return 2
     if not sel:
