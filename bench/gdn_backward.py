@@ -145,6 +145,7 @@ def main():
         os.environ["FLA_CACHE_RESULTS"] = "0"
     os.environ.setdefault("FLA_FLASH_QLA", "0")
     os.environ.setdefault("FLA_TILELANG", "0")
+    os.environ["QLA_FLA_BACKEND"] = "0"  # never let FLA's dispatch route to QLA (qla.fla) in the FLA column
     try:
         import torch
         import torch.nn.functional as F

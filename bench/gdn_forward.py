@@ -150,7 +150,9 @@ def setup_fla_env(warm_only=False):
     os.environ["FLA_FLASH_QLA"] = "0"
     os.environ["FLA_TILELANG"] = "0"
     os.environ.setdefault("FLA_INTRACARD_CP", "0")  # as in our FLA anchor run of 2026-11-29
-    return {k: os.environ.get(k) for k in ("FLA_FLASH_QLA", "FLA_TILELANG", "FLA_INTRACARD_CP", "FLA_CACHE_RESULTS")}
+    os.environ["QLA_FLA_BACKEND"] = "0"  # never let FLA's dispatch route to QLA (qla.fla) in the FLA column
+    return {k: os.environ.get(k) for k in ("FLA_FLASH_QLA", "FLA_TILELANG", "FLA_INTRACARD_CP", "FLA_CACHE_RESULTS",
+                                           "QLA_FLA_BACKEND")}
 
 
 def import_anchors(args):
