@@ -343,10 +343,10 @@ def _is_available() -> bool:
             _has_backward = hasattr(lib, "qla_gdn_backward")
             _available = bool(torch.cuda.is_available())
             if not _available:
-                _log.warning("FLA backend: no CUDA device; FLA's chunk_gated_delta_rule stays on FLA")
+                _log.warning("qla.fla: FLA backend: no CUDA device; FLA's chunk_gated_delta_rule stays on FLA")
         except Exception as e:  # noqa: BLE001  (libqla.so missing or unloadable: FLA keeps its own)
             _available = False
-            _log.warning("FLA backend: QLA is not usable (%s); FLA's chunk_gated_delta_rule stays on FLA", e)
+            _log.warning("qla.fla: FLA backend: QLA is not usable (%s); FLA's chunk_gated_delta_rule stays on FLA", e)
     return _available
 
 
