@@ -91,6 +91,7 @@ class Environment(NamedTuple):
     capability: tuple | None = (9, 0)  # compute capability of q's device (None: q is not on a CUDA device)
     grad_enabled: bool = True          # torch.is_grad_enabled()
     has_backward: bool = True          # libqla.so has qla_gdn_backward
+    capturing: bool = False            # torch.cuda.is_current_stream_capturing()
 
 
 _INPUT_DTYPES = ("bfloat16", "float16")
@@ -207,6 +208,8 @@ def check(env: Environment, q, k, v, g, beta, scale=None, initial_state=None, ou
             return False, f"QLA requires B = 1 with cu_seqlens, got B = {B}"
         if cu_seqlens.device not in (q.device, "cpu"):
             return False, f"QLA requires cu_seqlens on q's device {q.device} or the CPU, got {cu_seqlens.device}"
+        if cu_seqlens.device == "cpu" and env.capturing:
+            return False, "QLA requires cu_seqlens on the GPU while a CUDA graph is being captured"
         N = int(cu_seqlens.shape[0]) - 1
     for name, t in (("cu_seqlens_cpu", cu_seqlens_cpu), ("chunk_indices", chunk_indices)):
         if t is not None and not isinstance(t, TensorDesc):
@@ -400,7 +403,9 @@ def _make_backend_class(BaseBackend):
             import torch
 
             env = Environment(capability=_capability(q), grad_enabled=torch.is_grad_enabled(),
-                              has_backward=_has_backward)
+                              has_backward=_has_backward,
+                              capturing=isinstance(q, torch.Tensor) and q.is_cuda and
+                              torch.cuda.is_current_stream_capturing())
             kw = {name: (_desc(x) if isinstance(x, torch.Tensor) else x) for name, x in kwargs.items()}
             ok, reason = check(env, _desc(q), _desc(k), _desc(v), _desc(g), _desc(beta), scale=scale,
                                initial_state=_desc(initial_state), output_final_state=output_final_state,

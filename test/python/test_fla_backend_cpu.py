@@ -164,6 +164,9 @@ def contract():
         ("cu_seqlens with B = 2", E(), call(B=2, cu=2), False, "B = 1"),
         ("cu_seqlens in f32", E(), call(cu=2, cudt="float32"), False, "int32 or int64"),
         ("cu_seqlens with one entry", E(), change(base, cu_seqlens=T("int64", (1,))), False, "N >= 1"),
+        ("cu_seqlens on the CPU during a CUDA graph capture", E(capturing=True),
+         change(call(cu=2), cu_seqlens=T("int64", (3,), "cpu")), False, "CUDA graph"),
+        ("cu_seqlens on the GPU during a CUDA graph capture", E(capturing=True), call(cu=2), True, None),
         ("cu_seqlens on another GPU", E(), change(call(cu=2), cu_seqlens=T("int64", (3,), "cuda:1")), False,
          "cu_seqlens on q's device"),
         ("cu_seqlens given as a list", E(), change(base, cu_seqlens=[0, 256]), False, "cu_seqlens to be a tensor"),
@@ -273,6 +276,8 @@ class device:
 class Tensor:
     def __init__(self, shape, dt, dev="cuda:0", requires_grad=False):
         self.shape, self.dtype, self.device, self.requires_grad = tuple(shape), dt, device(dev), requires_grad
+    @property
+    def is_cuda(self): return self.device.type == "cuda"
 
 _grad = [True]
 def is_grad_enabled(): return _grad[0]
@@ -288,6 +293,8 @@ class cuda:
     def get_device_capability(i=None): return (9, 0)
     @staticmethod
     def current_device(): return 0
+    @staticmethod
+    def is_current_stream_capturing(): return False
 '''
 
 STUB_GDN_OP = '''
