@@ -438,26 +438,32 @@ class Parser {
     s->name = n.text;
     s->nameLoc = n.loc;
     expect(Tok::Colon, "after the role name");
+    // A warpgroup index or the regs: an int literal, or a constant
+    // expression that sema folds (ExprPtr kept, the int set later).
+    auto number = [&](const char *after, int64_t &value, SourceLoc &loc, ExprPtr &expr) {
+      if (cur().kind != Tok::Int && cur().kind != Tok::Ident && cur().kind != Tok::LParen)
+        fail(cur().loc, std::string("expected integer ") + after + ", found " + found());
+      loc = cur().loc;
+      expr = parseExpr();
+      if (expr->kind == ExprKind::IntLit) {
+        value = static_cast<IntLitExpr &>(*expr).literal;
+        expr.reset();
+      }
+    };
     if (accept(Tok::KwWarpgroup)) {
-      Token a = expect(Tok::Int, "after 'warpgroup'");
-      s->wgFirst = s->wgLast = a.intValue;
-      s->wgFirstLoc = s->wgLastLoc = a.loc;
+      number("after 'warpgroup'", s->wgFirst, s->wgFirstLoc, s->wgFirstExpr);
+      s->wgLast = s->wgFirst;
+      s->wgLastLoc = s->wgFirstLoc;
     } else if (accept(Tok::KwWarpgroups)) {
-      Token a = expect(Tok::Int, "after 'warpgroups'");
+      number("after 'warpgroups'", s->wgFirst, s->wgFirstLoc, s->wgFirstExpr);
       expect(Tok::DotDot, "in the warpgroup range (first .. last)");
-      Token b = expect(Tok::Int, "after '..'");
-      s->wgFirst = a.intValue;
-      s->wgLast = b.intValue;
-      s->wgFirstLoc = a.loc;
-      s->wgLastLoc = b.loc;
+      number("after '..'", s->wgLast, s->wgLastLoc, s->wgLastExpr);
     } else {
       fail(cur().loc, "expected 'warpgroup' or 'warpgroups' after 'role " + n.text + ":', found " + found());
     }
     if (accept(Tok::Comma)) {
       expect(Tok::KwRegs, "after ','");
-      Token r = expect(Tok::Int, "after 'regs'");
-      s->regs = r.intValue;
-      s->regsLoc = r.loc;
+      number("after 'regs'", s->regs, s->regsLoc, s->regsExpr);
     }
     parseBlock(s->body);
     return s;

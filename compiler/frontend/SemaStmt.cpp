@@ -605,7 +605,23 @@ void Sema::checkRole(RoleStmt &s) {
   for (RoleStmt *r : k.roles)
     if (r->name == s.name) error(s.nameLoc, "redefinition of role '" + s.name + "'");
   bool rangeOk = true;
-  if (s.wgFirst > s.wgLast) {
+  // Constant expressions of the specialization constants fold here.
+  auto fold = [&](ExprPtr &e, int64_t &value, const char *what) {
+    if (!e) return;
+    if (auto v = constInt(e, what)) value = *v;
+    else rangeOk = false;
+  };
+  fold(s.wgFirstExpr, s.wgFirst, "a warpgroup index");
+  fold(s.wgLastExpr, s.wgLast, "a warpgroup index");
+  if (s.wgFirstExpr && s.wgLastLoc.line == s.wgFirstLoc.line && s.wgLastLoc.col == s.wgFirstLoc.col)
+    s.wgLast = s.wgFirst;  // `warpgroup E`: one warpgroup
+  bool regsOk = true;
+  if (s.regsExpr) {
+    if (auto v = constInt(s.regsExpr, "the register budget")) s.regs = *v;
+    else regsOk = false;
+  }
+  if (!rangeOk) {
+  } else if (s.wgFirst > s.wgLast) {
     error(s.wgLastLoc, "empty warpgroup range " + std::to_string(s.wgFirst) + " .. " + std::to_string(s.wgLast));
     rangeOk = false;
   } else if (k.numWarpgroups > 0 && s.wgLast >= k.numWarpgroups) {
@@ -623,7 +639,7 @@ void Sema::checkRole(RoleStmt &s) {
         break;
       }
   // setmaxnreg takes a multiple of 8 in [24, 256].
-  if (s.regsLoc.line != 0 && (s.regs < 24 || s.regs > 256 || s.regs % 8 != 0))
+  if (regsOk && s.regsLoc.line != 0 && (s.regs < 24 || s.regs > 256 || s.regs % 8 != 0))
     error(s.regsLoc, "regs must be a multiple of 8 between 24 and 256, got " + std::to_string(s.regs));
   s.index = int(k.roles.size());
   k.roles.push_back(&s);

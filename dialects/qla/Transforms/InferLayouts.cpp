@@ -138,7 +138,9 @@ struct InferLayouts : ::mlir::qla::impl::QlaInferLayoutsBase<InferLayouts> {
         }
         if (layout == FragType::Unassigned)
           if (auto it = vecKind.find(op.getResult()); it != vecKind.end()) layout = it->second;
-        if (layout == FragType::Unassigned) layout = FragType::Row;
+        // Nothing places it: a row vector, or a column vector where a row
+        // vector does not fit the role's warpgroups (64 rows each).
+        if (layout == FragType::Unassigned) layout = shape[0] % (64 * w) == 0 ? FragType::Row : FragType::Col;
         if (layout == FragType::Row && shape[0] % (64 * w) != 0) {
           op.emitError("no register layout fits row vector of ")
               << shape[0] << " elements over " << w << " warpgroup(s): needs a multiple of " << 64 * w;

@@ -270,10 +270,16 @@ func.func @acc_cols() {
 
 // -----
 
-func.func @row_vector() attributes {qla.threads = 384 : i64} {
+// An unplaced 1-D fragment whose length does not fill a row vector over the
+// role's warpgroups (64 rows each) is a column vector; one that does, a row
+// vector.
+// CHECK-LABEL: func.func @unplaced_vectors
+// CHECK: qla.alloc_frag : <64xf32, col x2>
+// CHECK-NEXT: qla.alloc_frag : <128xf32, row x2>
+func.func @unplaced_vectors() attributes {qla.threads = 384 : i64} {
   qla.role "math" warpgroups 1 to 2 regs 0 {
-    // expected-error @+1 {{no register layout fits row vector of 64 elements over 2 warpgroup(s): needs a multiple of 128}}
     %r = qla.alloc_frag : !qla.frag<64xf32>
+    %s = qla.alloc_frag : !qla.frag<128xf32>
   }
   return
 }

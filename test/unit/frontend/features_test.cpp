@@ -411,6 +411,21 @@ TEST_CASE("features: vars", "[features]") {
   CHECK(err(head + "var v = 0\nrole p: warpgroup 0 { v = 1\n put ch -> (a) { } }\nrole q: warpgroup 1 { get ch -> (x) { } }\n}\n") ==
         "t.qla:5:23: error: cannot assign to var 'v' inside role 'p': it is declared outside the roles, where every "
         "role reads the same value (declare a var inside the role to change it)");
+  // Warpgroup indices and regs may be constant expressions of the
+  // specialization constants.
+  const std::string kw = "kernel r<W = 2>(A: bf16[M, K], s: i32) grid(1) threads(128 * (1 + W))\n{\n"
+                         "channel ch: { a: bf16[64, 32] } depth(2)\n";
+  auto re = ok(kw + "role p: warpgroup 0, regs 24 + 16 { put ch -> (a) { copy A[0 :+ 64, 0 :+ 32] -> a } }\n"
+                    "role q: warpgroups 1 .. W, regs 8 * (29 - W) { get ch -> (x) { } }\n}\n");
+  REQUIRE(re->kernels[0]->roles.size() == 2);
+  CHECK(re->kernels[0]->roles[0]->regs == 40);
+  CHECK(re->kernels[0]->roles[1]->wgFirst == 1);
+  CHECK(re->kernels[0]->roles[1]->wgLast == 2);
+  CHECK(re->kernels[0]->roles[1]->regs == 216);
+  CHECK(err(kw + "role p: warpgroup 0 { put ch -> (a) { } }\nrole q: warpgroups 1 .. s { get ch -> (x) { } }\n}\n") ==
+        "t.qla:5:25: error: a warpgroup index must be a compile-time constant, but 's' is not");
+  CHECK(err(kw + "role p: warpgroup 0, regs 20 + W { put ch -> (a) { } }\nrole q: warpgroups 1 .. W { get ch -> (x) { } }\n}\n") ==
+        "t.qla:4:27: error: regs must be a multiple of 8 between 24 and 256, got 22");
   CHECK(err(head + "for i in 0 .. 2 { frag f: f32[64] }\nrole p: warpgroup 0 { put ch -> (a) { } }\n"
                    "role q: warpgroup 1 { get ch -> (x) { } }\n}\n") ==
         "t.qla:4:19: error: a 'for' or 'if' outside the roles may contain only 'let', 'var', assignments, 'for' and "

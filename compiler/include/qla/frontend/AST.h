@@ -682,6 +682,10 @@ struct RoleStmt : Stmt {
   SourceLoc wgFirstLoc, wgLastLoc;
   int64_t regs = 0;                 // 0: not given (compiler's choice)
   SourceLoc regsLoc;
+  // Non-literal warpgroup indices and regs (constant expressions of the
+  // specialization constants, `2 .. 1 + BV / 64`): folded into the ints
+  // above by sema; null for a literal.
+  ExprPtr wgFirstExpr, wgLastExpr, regsExpr;
   Block body;
   int index = 0;  // set by sema: position in KernelDecl::roles
   RoleStmt(SourceLoc l) : Stmt(StmtKind::Role, std::move(l)) {}
