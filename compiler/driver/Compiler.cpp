@@ -61,7 +61,9 @@ bool lowerAndEmit(mlir::MLIRContext &ctx, mlir::ModuleOp mod, const CompileOptio
         [](mlir::Pass *, mlir::Operation *) { return true; },
         /*printModuleScope=*/true, /*printAfterOnlyOnChange=*/false);
   }
-  mlir::qla::buildQlaPipeline(pm);
+  mlir::qla::PipelineOptions po;
+  po.partialWaits = options.partialWaits;
+  mlir::qla::buildQlaPipeline(pm, po);
   if (mlir::failed(pm.run(mod))) return false;
   out.loweredIr = printOp(mod);
 

@@ -34,13 +34,19 @@ std::string formatDefines(const std::map<std::string, std::string> &defines) {
 
 }  // namespace
 
-bool lineInfoFromEnvironment() {
-  const char *v = std::getenv("QLA_LINE_INFO");
+namespace {
+// 1/on/true/yes (anything else) → true; unset, empty, 0/off/false/no → false.
+bool flagFromEnvironment(const char *name) {
+  const char *v = std::getenv(name);
   if (!v || !*v) return false;
   for (const char *off : {"0", "off", "OFF", "false", "FALSE", "no", "NO"})
     if (std::strcmp(v, off) == 0) return false;
   return true;
 }
+}  // namespace
+
+bool lineInfoFromEnvironment() { return flagFromEnvironment("QLA_LINE_INFO"); }
+bool partialWaitsFromEnvironment() { return flagFromEnvironment("QLA_PARTIAL_WAITS"); }
 
 JitKernel jitCompileString(const std::string &source, const std::string &filename, const JitOptions &options) {
   const auto t0 = Clock::now();
@@ -53,6 +59,7 @@ JitKernel jitCompileString(const std::string &source, const std::string &filenam
   co.kernel = options.kernel;
   const bool lineInfo = options.lineInfo || lineInfoFromEnvironment();
   co.lineInfo = lineInfo;
+  co.partialWaits = options.partialWaits || partialWaitsFromEnvironment();
   CompiledKernel ck;
   std::vector<std::string> diags;
   if (!compileQla(source, filename, co, ck, diags)) {

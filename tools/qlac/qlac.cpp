@@ -31,6 +31,9 @@ const char *kUsage =
     "                         put line info into the PTX/cubin (NVRTC\n"
     "                         --generate-line-info), for compute-sanitizer and\n"
     "                         ncu's source view\n"
+    "  --partial-waits        sink shared wgmma waits to the first use of each\n"
+    "                         product and wait for only the groups it needs\n"
+    "                         (wgmma.wait_group N; QLA_PARTIAL_WAITS=1 for JIT)\n"
     "  --print-ir-after-all   print the IR after every pass to stderr\n"
     "  --ptxas-verbose        print ptxas' register/spill report (ptx, cubin)\n"
     "  --version              print the QLA and NVRTC versions\n"
@@ -92,6 +95,8 @@ int main(int argc, char **argv) {
       opts.kernel = v;
     } else if (a == "--line-info") {
       opts.lineInfo = true;
+    } else if (a == "--partial-waits") {
+      opts.partialWaits = true;
     } else if (a == "--print-ir-after-all") {
       opts.printIrAfterAll = true;
     } else if (a == "--ptxas-verbose") {

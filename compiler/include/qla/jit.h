@@ -38,6 +38,9 @@ struct JitOptions {
   // every JIT compile by QLA_LINE_INFO=1 (lineInfoFromEnvironment). Part of
   // the cache key (the CUDA text and the NVRTC options both change).
   bool lineInfo = false;
+  // CompileOptions::partialWaits; also turned on by QLA_PARTIAL_WAITS=1
+  // (partialWaitsFromEnvironment). The CUDA text, hence the cache key, changes.
+  bool partialWaits = false;
   rt::KernelCache *cache = nullptr;       // null: rt::KernelCache::global()
 };
 
@@ -66,6 +69,8 @@ JitKernel jitCompileString(const std::string &source, const std::string &filenam
 // QLA_LINE_INFO: 1/on/true/yes → true; unset, empty, 0/off/false/no → false
 // (read on every call; anything else also means true).
 bool lineInfoFromEnvironment();
+// QLA_PARTIAL_WAITS, read likewise on every call.
+bool partialWaitsFromEnvironment();
 JitKernel jitCompileFile(const std::string &path, const JitOptions &options);
 
 }  // namespace qla

@@ -33,7 +33,12 @@ SmallVector<Value> chainFrags(WgmmaWaitOp wait) {
 // fragments is dropped, and the later wait also covers the first chain's
 // accumulator. Shared memory cannot change in between: only allocations and
 // scalar arithmetic are stepped over.
-void mergeWaits(func::FuncOp fn) {
+//
+// sharedA (with partial-waits): two chains that only read the same
+// register-sourced A (Sᵀ cast once, multiplied by two operands) are
+// independent too; only an accumulator of one that the other touches
+// conflicts.
+void mergeWaits(func::FuncOp fn, bool sharedA) {
   SmallVector<WgmmaWaitOp> waits;
   fn.walk([&](WgmmaWaitOp w) { waits.push_back(w); });
   for (WgmmaWaitOp w : waits) {
@@ -53,7 +58,12 @@ void mergeWaits(func::FuncOp fn) {
     auto commit = mma ? dyn_cast_or_null<WgmmaCommitOp>(mma->getNextNode()) : WgmmaCommitOp();
     auto next = commit ? dyn_cast_or_null<WgmmaWaitOp>(commit->getNextNode()) : WgmmaWaitOp();
     if (!next || next.getPending() != 0) continue;
-    if (llvm::any_of(chainFrags(next), [&](Value v) { return llvm::is_contained(fs, v); })) continue;
+    SmallVector<Value> nextFs = chainFrags(next);
+    const bool conflict =
+        sharedA ? llvm::any_of(next.getFrags(), [&](Value v) { return llvm::is_contained(fs, v); }) ||
+                      llvm::any_of(w.getFrags(), [&](Value v) { return llvm::is_contained(nextFs, v); })
+                : llvm::any_of(nextFs, [&](Value v) { return llvm::is_contained(fs, v); });
+    if (conflict) continue;
     SmallVector<Value> covered(w.getFrags().begin(), w.getFrags().end());
     for (Value v : next.getFrags())
       if (!llvm::is_contained(covered, v)) covered.push_back(v);
@@ -62,7 +72,113 @@ void mergeWaits(func::FuncOp fn) {
   }
 }
 
+// Fragments an op (with its regions) reads or writes.
+SmallVector<Value> touchedFrags(Operation *op) {
+  SmallVector<Value> fs;
+  op->walk([&](Operation *o) {
+    for (Value v : o->getOperands())
+      if (isa<FragType>(v.getType()) && !llvm::is_contained(fs, v)) fs.push_back(v);
+  });
+  return fs;
+}
+
+// Ops a pending wgmma group may stay in flight across: they write no shared
+// memory (the group may still read its operands there), wait on nothing and
+// run no wgmma. Fragments they touch are checked by the caller.
+bool steppable(Operation *op) {
+  if (isa<AllocFragOp, FragPickOp, CastOp, FillOp, GlobalReadOp, VarGetOp, VarSetOp>(op)) return true;
+  if (auto c = dyn_cast<CopyOp>(op)) return isa<SharedType>(c.getSrc().getType()) && isa<FragType>(c.getDst().getType());
+  if (auto l = dyn_cast<LoadOp>(op)) return isa<FragType>(l.getDst().getType());
+  if (auto s = dyn_cast<StoreOp>(op)) return isa<FragType>(s.getSrc().getType());
+  auto scalar = [](Operation *o) {
+    StringRef d = o->getDialect() ? o->getDialect()->getNamespace() : "";
+    return o->getNumRegions() == 0 && (d == "arith" || d == "math") && isMemoryEffectFree(o);
+  };
+  if (auto par = dyn_cast<ParallelOp>(op)) {
+    bool ok = true;
+    par.getBody().walk([&](Operation *o) {
+      if (!(isa<ElemReadOp, ElemWriteOp, GlobalReadOp, FragPickOp, qla::YieldOp>(o) || scalar(o))) ok = false;
+    });
+    return ok;
+  }
+  return scalar(op);
+}
+
+// The wgmma groups a wait covers, in commit order: the chains right before
+// it (fence, wgmma, commit, with allocations and scalar arithmetic between
+// chains, as mergeWaits leaves them). Empty when the wait covers anything
+// else.
+struct Group {
+  SmallVector<Value> touched;  // C and a register A
+  Value acc;
+};
+SmallVector<Group> groupsOf(WgmmaWaitOp wait) {
+  SmallVector<Group> rev;
+  Operation *o = wait->getPrevNode();
+  while (o) {
+    if (isa<AllocFragOp>(o) || (o->getNumRegions() == 0 && isMemoryEffectFree(o) && o->getDialect() &&
+                                o->getDialect()->getNamespace() == "arith")) {
+      o = o->getPrevNode();
+      continue;
+    }
+    auto commit = dyn_cast<WgmmaCommitOp>(o);
+    auto mma = commit ? dyn_cast_or_null<WgmmaOp>(commit->getPrevNode()) : WgmmaOp();
+    auto fence = mma ? dyn_cast_or_null<WgmmaFenceOp>(mma->getPrevNode()) : WgmmaFenceOp();
+    if (!fence) break;
+    Group g;
+    g.acc = mma.getC();
+    g.touched.assign(fence.getFrags().begin(), fence.getFrags().end());
+    rev.push_back(g);
+    o = fence->getPrevNode();
+  }
+  SmallVector<Group> gs(rev.rbegin(), rev.rend());
+  // The wait must cover exactly these groups' accumulators.
+  SmallVector<Value> accs;
+  for (Group &g : gs) accs.push_back(g.acc);
+  if (gs.empty() || wait.getFrags().size() != accs.size() ||
+      llvm::any_of(wait.getFrags(), [&](Value v) { return !llvm::is_contained(accs, v); }))
+    return {};
+  return gs;
+}
+
+// qla-lower-to-qlanv{partial-waits}: see the pass description.
+void sinkWaits(func::FuncOp fn) {
+  SmallVector<WgmmaWaitOp> waits;
+  fn.walk([&](WgmmaWaitOp w) { waits.push_back(w); });
+  for (WgmmaWaitOp w : waits) {
+    if (w.getPending() != 0) continue;
+    SmallVector<Group> gs = groupsOf(w);
+    if (gs.empty()) continue;
+    const int64_t n = int64_t(gs.size());
+    int64_t done = 0;  // groups 0 .. done-1 are waited for
+    auto waitThrough = [&](OpBuilder &b, int64_t k) {  // groups 0 .. k complete
+      SmallVector<Value> accs;
+      for (int64_t i = done; i <= k; ++i) accs.push_back(gs[i].acc);
+      WgmmaWaitOp::create(b, w.getLoc(), b.getI64IntegerAttr(n - 1 - k), accs);
+      done = k + 1;
+    };
+    Operation *o = w->getNextNode();
+    for (; o && done < n && steppable(o); o = o->getNextNode()) {
+      SmallVector<Value> t = touchedFrags(o);
+      int64_t need = -1;
+      for (int64_t i = 0; i < n; ++i)
+        if (llvm::any_of(gs[i].touched, [&](Value v) { return llvm::is_contained(t, v); })) need = i;
+      if (need >= done) {
+        OpBuilder b(o);
+        waitThrough(b, need);
+      }
+    }
+    if (done < n) {
+      OpBuilder b(w->getBlock(), o ? Block::iterator(o) : w->getBlock()->end());
+      if (!o && w->getBlock()->mightHaveTerminator()) b.setInsertionPoint(w->getBlock()->getTerminator());
+      waitThrough(b, n - 1);
+    }
+    w.erase();
+  }
+}
+
 struct LowerToQlanv : ::mlir::qla::impl::QlaLowerToQlanvBase<LowerToQlanv> {
+  using QlaLowerToQlanvBase::QlaLowerToQlanvBase;
   void runOnOperation() override {
     func::FuncOp fn = getOperation();
     bool failed = false;
@@ -105,7 +221,8 @@ struct LowerToQlanv : ::mlir::qla::impl::QlaLowerToQlanvBase<LowerToQlanv> {
       WgmmaWaitOp::create(bld, l, bld.getI64IntegerAttr(0), ValueRange{g.getC()});
       g.erase();
     }
-    if (!failed) mergeWaits(fn);
+    if (!failed) mergeWaits(fn, partialWaits);
+    if (!failed && partialWaits) sinkWaits(fn);
 
     SmallVector<RoleOp> roles;
     fn.walk([&](RoleOp r) { roles.push_back(r); });

@@ -18,6 +18,10 @@ namespace mlir::qla {
 
 // The whole pipeline, in order (canonicalize, layouts, channels, qlanv,
 // fences, resources). `printAfterAll` prints the IR after each pass to stderr.
-void buildQlaPipeline(OpPassManager &pm);
+// The compiler's pipeline. partialWaits: qla-lower-to-qlanv{partial-waits}.
+struct PipelineOptions {
+  bool partialWaits = false;
+};
+void buildQlaPipeline(OpPassManager &pm, const PipelineOptions &options = {});
 
 }  // namespace mlir::qla

@@ -50,7 +50,20 @@ def QlaLowerToQlanv : Pass<"qla-lower-to-qlanv", "::mlir::func::FuncOp"> {
     `qla.role` becomes `qlanv.warpgroups`. Fragment maps, reductions and
     per-thread copies stay as qla ops: the emitter prints them as unrolled
     loops over the fragment's registers.
+
+    With `partial-waits`, each wait that independent gemms share moves down
+    past the work that touches none of their fragments and reads no shared
+    memory it could race with (fragment maps and casts of other fragments,
+    shared-to-fragment and global-to-fragment copies, scalar arithmetic), and
+    splits into `wgmma_wait N` before the first use of each product: a use of
+    the k-th of n committed groups waits with N = n - 1 - k groups still in
+    flight. It stops at the first op it cannot step over (a write to shared
+    memory, a barrier, a loop, another wgmma) with `wgmma_wait 0`.
   }];
+  let options = [
+    Option<"partialWaits", "partial-waits", "bool", /*default=*/"false",
+           "sink shared wgmma waits to the first use of each product, waiting for as few groups as that use needs">
+  ];
   let dependentDialects = ["::mlir::qlanv::QlanvDialect"];
 }
 

@@ -2,13 +2,15 @@
 
 #include "mlir/Transforms/Passes.h"
 
-void mlir::qla::buildQlaPipeline(OpPassManager &pm) {
+void mlir::qla::buildQlaPipeline(OpPassManager &pm, const PipelineOptions &options) {
   pm.addPass(createCanonicalizerPass());
   auto &fpm = pm.nest<func::FuncOp>();
   fpm.addPass(createQlaInferLayouts());
   fpm.addPass(createQlaLowerPipelines());
   fpm.addPass(createQlaLowerChannels());
-  fpm.addPass(createQlaLowerToQlanv());
+  QlaLowerToQlanvOptions lo;
+  lo.partialWaits = options.partialWaits;
+  fpm.addPass(createQlaLowerToQlanv(lo));
   fpm.addPass(createQlaInsertFences());
   fpm.addPass(createQlaAssignResources());
 }

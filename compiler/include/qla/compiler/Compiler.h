@@ -20,6 +20,10 @@ struct CompileOptions {
   // to NVRTC as well (lineInfoNvrtcOption) to get the line table into the
   // cubin, for compute-sanitizer and ncu's source view. Off by default.
   bool lineInfo = false;
+  // Shared wgmma waits sunk to the first use of each product and split into
+  // partial waits (qla-lower-to-qlanv{partial-waits}; docs/internals.md). Off
+  // by default; QLA_PARTIAL_WAITS=1 turns it on for JIT compiles.
+  bool partialWaits = false;
 };
 
 // The NVRTC option that puts line info into the cubin (same as nvcc -lineinfo).
