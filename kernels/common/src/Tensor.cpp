@@ -90,4 +90,28 @@ void checkOutputsDisjoint(const std::vector<NamedTensor> &args) {
   }
 }
 
+int64_t checkCuSeqlens(const TensorView *cu, const int64_t *host, int64_t B, int64_t T) {
+  if (!cu) {
+    if (host) fail("cu_seqlens_host is given but cu_seqlens is not");
+    return B;
+  }
+  if (cu->dtype != DType::I32 && cu->dtype != DType::I64)
+    fail(std::string("cu_seqlens has dtype ") + dtypeName(cu->dtype) + "; expected i32 or i64");
+  checkBasic("cu_seqlens", *cu, 1, "[N + 1]");
+  if (cu->shape[0] < 2) fail("cu_seqlens must have N + 1 >= 2 entries, got " + std::to_string(cu->shape[0]));
+  if (B != 1) fail("cu_seqlens requires B = 1, got B = " + std::to_string(B));
+  const int64_t N = cu->shape[0] - 1;
+  if (host) {
+    if (host[0] != 0) fail("cu_seqlens[0] must be 0, got " + std::to_string(host[0]));
+    for (int64_t i = 1; i <= N; ++i)
+      if (host[i] < host[i - 1])
+        fail("cu_seqlens must be non-decreasing: cu_seqlens[" + std::to_string(i) + "] = " + std::to_string(host[i]) +
+             " < cu_seqlens[" + std::to_string(i - 1) + "] = " + std::to_string(host[i - 1]));
+    if (host[N] != T)
+      fail("cu_seqlens must end at T = " + std::to_string(T) + ", got cu_seqlens[" + std::to_string(N) + "] = " +
+           std::to_string(host[N]));
+  }
+  return N;
+}
+
 }  // namespace qla::op

@@ -79,28 +79,9 @@ void validate(const ForwardParams &p) {
   op::checkBasic("o", view(p.o), 4, "[B, T, H, V]");
   if (p.o.shape != oShape) fail("o has shape " + dims(p.o.shape) + "; expected [B, T, H, V] = " + dims(oShape));
 
-  int64_t N = B;
-  if (p.cu_seqlens) {
-    const TensorRef &cu = *p.cu_seqlens;
-    if (cu.dtype != DType::I32 && cu.dtype != DType::I64)
-      fail(std::string("cu_seqlens has dtype ") + dtypeName(cu.dtype) + "; expected i32 or i64");
-    op::checkBasic("cu_seqlens", view(cu), 1, "[N + 1]");
-    if (cu.shape[0] < 2) fail("cu_seqlens must have N + 1 >= 2 entries, got " + std::to_string(cu.shape[0]));
-    if (B != 1) fail("cu_seqlens requires B = 1, got B = " + std::to_string(B));
-    N = cu.shape[0] - 1;
-    if (const int64_t *hc = p.cu_seqlens_host) {
-      if (hc[0] != 0) fail("cu_seqlens[0] must be 0, got " + std::to_string(hc[0]));
-      for (int64_t i = 1; i <= N; ++i)
-        if (hc[i] < hc[i - 1])
-          fail("cu_seqlens must be non-decreasing: cu_seqlens[" + std::to_string(i) + "] = " + std::to_string(hc[i]) +
-               " < cu_seqlens[" + std::to_string(i - 1) + "] = " + std::to_string(hc[i - 1]));
-      if (hc[N] != T)
-        fail("cu_seqlens must end at T = " + std::to_string(T) + ", got cu_seqlens[" + std::to_string(N) +
-             "] = " + std::to_string(hc[N]));
-    }
-  } else if (p.cu_seqlens_host) {
-    fail("cu_seqlens_host is given but cu_seqlens is not");
-  }
+  std::optional<op::TensorView> cuView;
+  if (p.cu_seqlens) cuView.emplace(view(*p.cu_seqlens));
+  const int64_t N = op::checkCuSeqlens(cuView ? &*cuView : nullptr, p.cu_seqlens_host, B, T);
 
   const std::vector<int64_t> sShape = {N, H, K, V};
   for (const auto &[name, t] :

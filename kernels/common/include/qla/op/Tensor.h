@@ -58,4 +58,11 @@ void checkNoSelfOverlap(const std::string &name, const TensorView &t);
 // output first, in argument order ("o overlaps q in memory").
 void checkOutputsDisjoint(const std::vector<NamedTensor> &args);
 
+// Varlen offsets, as every chunked operator takes them (FLA's contract):
+// cu_seqlens (null: none) i32 or i64 [N + 1] with N + 1 >= 2 and B = 1; with
+// its host copy (null: not checked) starting at 0, non-decreasing, ending at
+// T; a host copy without cu_seqlens is an error. Returns N (B without
+// cu_seqlens).
+int64_t checkCuSeqlens(const TensorView *cu, const int64_t *host, int64_t B, int64_t T);
+
 }  // namespace qla::op
