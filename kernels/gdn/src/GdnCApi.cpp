@@ -24,18 +24,13 @@ qla::DType dtypeOf(const char *name, int32_t code) {
 }
 
 qla::gdn::TensorRef tensorOf(const char *name, const qla_gdn_tensor &t) {
-  if (t.rank < 1 || t.rank > 4) fail(std::string(name) + " has rank " + std::to_string(t.rank) + " (1..4 allowed)");
-  qla::gdn::TensorRef r;
-  r.data = t.data;
-  r.dtype = dtypeOf(name, t.dtype);
-  r.shape.assign(t.shape, t.shape + t.rank);
-  if (t.has_strides) r.strides.assign(t.strides, t.strides + t.rank);
-  return r;
+  return qla::op::tensorRefOf<qla::gdn::TensorRef>(name, t, QLA_GDN_BF16, QLA_GDN_I64,
+                                                     [](const std::string &m) { fail(m); });
 }
 
 std::optional<qla::gdn::TensorRef> optionalOf(const char *name, const qla_gdn_tensor &t) {
-  if (!t.data) return std::nullopt;
-  return tensorOf(name, t);
+  return qla::op::optionalRefOf<qla::gdn::TensorRef>(name, t, QLA_GDN_BF16, QLA_GDN_I64,
+                                                       [](const std::string &m) { fail(m); });
 }
 
 qla::gdn::ForwardParams paramsOf(const qla_gdn_forward_args *a) {

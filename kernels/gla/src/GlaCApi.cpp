@@ -24,18 +24,13 @@ qla::DType dtypeOf(const char *name, int32_t code) {
 }
 
 qla::gla::TensorRef tensorOf(const char *name, const qla_gla_tensor &t) {
-  if (t.rank < 1 || t.rank > 4) fail(std::string(name) + " has rank " + std::to_string(t.rank) + " (1..4 allowed)");
-  qla::gla::TensorRef r;
-  r.data = t.data;
-  r.dtype = dtypeOf(name, t.dtype);
-  r.shape.assign(t.shape, t.shape + t.rank);
-  if (t.has_strides) r.strides.assign(t.strides, t.strides + t.rank);
-  return r;
+  return qla::op::tensorRefOf<qla::gla::TensorRef>(name, t, QLA_GLA_BF16, QLA_GLA_I64,
+                                                     [](const std::string &m) { fail(m); });
 }
 
 std::optional<qla::gla::TensorRef> optionalOf(const char *name, const qla_gla_tensor &t) {
-  if (!t.data) return std::nullopt;
-  return tensorOf(name, t);
+  return qla::op::optionalRefOf<qla::gla::TensorRef>(name, t, QLA_GLA_BF16, QLA_GLA_I64,
+                                                       [](const std::string &m) { fail(m); });
 }
 
 qla::gla::ForwardParams paramsOf(const qla_gla_forward_args *a) {
