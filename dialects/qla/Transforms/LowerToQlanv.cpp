@@ -27,6 +27,15 @@ SmallVector<Value> chainFrags(WgmmaWaitOp wait) {
   return fs;
 }
 
+// What may stand between two wgmma chains that share a wait: fragment
+// allocations and pure, fragment-free `arith`.
+bool chainGap(Operation *op) {
+  if (isa<AllocFragOp>(op)) return true;
+  return op->getNumRegions() == 0 && isMemoryEffectFree(op) && op->getDialect() &&
+         op->getDialect()->getNamespace() == "arith" &&
+         llvm::none_of(op->getOperandTypes(), [](Type t) { return isa<FragType>(t); });
+}
+
 // Independent gemms in a row share one wait, so their wgmma groups overlap:
 // a wait followed (through fragment allocations and arithmetic that reads no
 // fragment) by another chain that touches none of the first chain's
@@ -45,13 +54,7 @@ void mergeWaits(func::FuncOp fn, bool sharedA) {
     if (w.getPending() != 0) continue;
     SmallVector<Value> fs = chainFrags(w);
     Operation *o = w->getNextNode();
-    auto readsNoFrag = [](Operation *op) {
-      return llvm::none_of(op->getOperandTypes(), [](Type t) { return isa<FragType>(t); });
-    };
-    while (o && (isa<AllocFragOp>(o) ||
-                 (o->getNumRegions() == 0 && isMemoryEffectFree(o) && readsNoFrag(o) && o->getDialect() &&
-                  o->getDialect()->getNamespace() == "arith")))
-      o = o->getNextNode();
+    while (o && chainGap(o)) o = o->getNextNode();
     auto fence = dyn_cast_or_null<WgmmaFenceOp>(o);
     if (!fence) continue;
     auto mma = dyn_cast_or_null<WgmmaOp>(fence->getNextNode());
@@ -105,8 +108,8 @@ bool steppable(Operation *op) {
 }
 
 // The wgmma groups a wait covers, in commit order: the chains right before
-// it (fence, wgmma, commit, with allocations and scalar arithmetic between
-// chains, as mergeWaits leaves them). Empty when the wait covers anything
+// it (fence, wgmma, commit, with chainGap ops between chains, as mergeWaits
+// leaves them). Empty when the wait covers anything
 // else.
 struct Group {
   SmallVector<Value> touched;  // C and a register A
@@ -116,8 +119,7 @@ SmallVector<Group> groupsOf(WgmmaWaitOp wait) {
   SmallVector<Group> rev;
   Operation *o = wait->getPrevNode();
   while (o) {
-    if (isa<AllocFragOp>(o) || (o->getNumRegions() == 0 && isMemoryEffectFree(o) && o->getDialect() &&
-                                o->getDialect()->getNamespace() == "arith")) {
+    if (chainGap(o)) {
       o = o->getPrevNode();
       continue;
     }

@@ -201,12 +201,14 @@ struct Plan {
   ForwardConfig config;
   ConfigKernels kernels;
   Schedule schedule;
-  bool fused = false;
-  // prepare: without fused or with a split; state: without fused; segment,
-  // merge: with a split; fusedArgs: with fused.
+  // prepare: launchesPrepare(schedule); state: without schedule.fused;
+  // segment, merge: with schedule.split; fusedArgs: with schedule.fused.
   rt::LaunchArgs prepare, state, segment, merge, fusedArgs;
   std::array<int64_t, 3> prepareGrid{}, stateGrid{}, segmentGrid{}, mergeGrid{}, fusedGrid{};
 };
+
+// Prepare runs on the two-kernel path, and for pass 1 of a split.
+bool launchesPrepare(const Schedule &s) { return !s.fused || s.split; }
 
 // The path a call asks for (ForwardParams::fused; where it leaves the choice
 // to the operator, QLA_GDN_FUSED=0 asks for the two-kernel path and
@@ -239,10 +241,10 @@ Plan buildPlan(const ForwardParams &p, const WorkspaceLayout &l, void *workspace
   plan.kernels = kernelsFor(c);
   plan.schedule = l.schedule;
   const bool split = l.schedule.split;
-  const bool fused = plan.fused = l.schedule.fused;
+  const bool fused = l.schedule.fused;
   // Only the kernels this call launches are compiled.
   const KernelInfo *ip = nullptr, *is = nullptr, *iseg = nullptr, *imerge = nullptr, *ifu = nullptr;
-  if (!fused || split) {
+  if (launchesPrepare(l.schedule)) {
     ip = &compiled(*plan.kernels.prepare).info();
     op::checkSignature(plan.kernels.prepare->spec, *ip, prepareSignature(c), kContractDoc);
   }
@@ -604,14 +606,14 @@ LaunchPlan makeLaunchPlan(const ForwardParams &p, void *workspace, size_t worksp
   Plan plan = buildPlan(p, l, workspace);
   LaunchPlan lp;
   lp.config = plan.config;
-  lp.fused = plan.fused;
-  if (!plan.fused || plan.schedule.split) {
+  lp.fused = plan.schedule.fused;
+  if (launchesPrepare(plan.schedule)) {
     lp.prepareSpec = publicSpec(*plan.kernels.prepare);
     lp.prepare = std::move(plan.prepare);
     lp.prepareInfo = compiled(*plan.kernels.prepare).info();
     lp.prepareGrid = plan.prepareGrid;
   }
-  if (!plan.fused) {
+  if (!plan.schedule.fused) {
     lp.stateSpec = publicSpec(*plan.kernels.state);
     lp.state = std::move(plan.state);
     lp.stateInfo = compiled(*plan.kernels.state).info();
@@ -647,12 +649,12 @@ void launchForward(const ForwardParams &p, void *workspace, size_t workspaceByte
   // (the state kernel, or the fused kernel, which needs prepare only for
   // pass 1).
   std::vector<op::LaunchStep> steps;
-  if (!plan.fused || plan.schedule.split) steps.push_back({plan.kernels.prepare, &plan.prepare});
+  if (launchesPrepare(plan.schedule)) steps.push_back({plan.kernels.prepare, &plan.prepare});
   if (plan.schedule.split) {
     steps.push_back({plan.kernels.segment, &plan.segment});
     steps.push_back({plan.kernels.merge, &plan.merge});
   }
-  if (plan.fused) steps.push_back({plan.kernels.fused, &plan.fusedArgs});
+  if (plan.schedule.fused) steps.push_back({plan.kernels.fused, &plan.fusedArgs});
   else steps.push_back({plan.kernels.state, &plan.state});
   op::launchAll(registry(), ctx, steps);
 }

@@ -106,13 +106,16 @@ Schedule forwardSchedule(const ForwardShape &s, const MachineModel &m, int64_t f
     const int64_t units = c.seqs * s.Hv * cdiv(s.V, 64);
     return double(cdiv(units, m.sms)) * (double(c.chunks) * m.fusedChunkUs + m.waveStartUs);
   };
-  if (fusedMode == 1) {
+  // The fused path splits only when forced.
+  auto goFused = [&] {
     best.fused = true;
-    if (force <= 0) {
-      best.split = false;
-      best.segChunks = kNoSplit;
-      best.numIds = segmentIds(s, kNoSplit);
-    }
+    if (force > 0) return;
+    best.split = false;
+    best.segChunks = kNoSplit;
+    best.numIds = segmentIds(s, kNoSplit);
+  };
+  if (fusedMode == 1) {
+    goFused();
   } else if (fusedMode == 0 && force <= 0) {
     // As for the split: the path whose worse ratio to the better path, over
     // the scenarios, is smaller.
@@ -124,12 +127,7 @@ Schedule forwardSchedule(const ForwardShape &s, const MachineModel &m, int64_t f
     }
     best.fusedUs = fusedUs(scen[0]);
     best.twoKernelUs = prepareUs(scen[0]) + best.predictedUs;
-    if (rf < rt) {
-      best.fused = true;
-      best.split = false;
-      best.segChunks = kNoSplit;
-      best.numIds = segmentIds(s, kNoSplit);
-    }
+    if (rf < rt) goFused();
   }
   return best;
 }
