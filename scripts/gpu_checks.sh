@@ -6,7 +6,10 @@
 #   examples       test/gpu/test_examples.py      (language features, float64 references)
 #   line-info      test/gpu/test_line_info.py     (compute-sanitizer at .qla lines)
 #   fwd            test/gpu/test_gdn_forward.py   (the operator's choice of kernels)
-#   fwd-fused      the same with QLA_GDN_FUSED=1  (every case, split ones too, on the fused kernel)
+#   fwd-fused      the same with QLA_GDN_FUSED=1  (every case, split ones too, on the fused kernel,
+#                  with the model's V slice)
+#   fwd-fused-64   ... and QLA_GDN_FUSED_BV=64    (the fused kernel with 64-wide V slices per CTA)
+#   fwd-fused-head ... and QLA_GDN_FUSED_BV=128   (the fused kernel with a whole head per CTA)
 #   fwd-two        the same with QLA_GDN_FUSED=0  (the two-kernel path)
 #   bwd            test/gpu/test_gdn_backward.py --no-large
 #   fla-backend    test/gpu/test_fla_backend.py   (needs FLA on PYTHONPATH)
@@ -24,7 +27,7 @@ set -u -o pipefail
 
 usage() { sed -n '2,/^set -u/{/^set -u/d;s/^# \{0,1\}//;p}' "$0"; }
 
-all_steps=(examples line-info fwd fwd-fused fwd-two bwd fla-backend gla)
+all_steps=(examples line-info fwd fwd-fused fwd-fused-64 fwd-fused-head fwd-two bwd fla-backend gla)
 only=() skip=() timeout_s=300 logs="${OUT:-build-gpu-checks}"
 while (($#)); do
   case "$1" in
@@ -51,6 +54,8 @@ declare -A cmd=(
   [line-info]="$PY -u test/gpu/test_line_info.py"
   [fwd]="$PY -u -X faulthandler test/gpu/test_gdn_forward.py"
   [fwd-fused]="env QLA_GDN_FUSED=1 $PY -u -X faulthandler test/gpu/test_gdn_forward.py"
+  [fwd-fused-64]="env QLA_GDN_FUSED=1 QLA_GDN_FUSED_BV=64 $PY -u -X faulthandler test/gpu/test_gdn_forward.py"
+  [fwd-fused-head]="env QLA_GDN_FUSED=1 QLA_GDN_FUSED_BV=128 $PY -u -X faulthandler test/gpu/test_gdn_forward.py"
   [fwd-two]="env QLA_GDN_FUSED=0 $PY -u -X faulthandler test/gpu/test_gdn_forward.py"
   [bwd]="$PY -u -X faulthandler test/gpu/test_gdn_backward.py --no-large"
   [fla-backend]="$PY -u test/gpu/test_fla_backend.py"

@@ -810,12 +810,22 @@ LogicalResult Emitter::emitInvUnitLower(InvUnitLowerOp op) {
   int64_t nthreads = (group().end - group().begin + 1) * 128;
   if (n > nthreads) return op.emitOpError("matrices larger than the group's thread count are not supported yet");
   if (s.getLayout() != FragType::Acc) return op.emitOpError("needs an accumulator-layout fragment");
-  const int64_t ld = n + 1;  // padded rows: no bank conflicts on column reads
   const int64_t blocks = op.getBlocks() ? *op.getBlocks() : 0;  // only the diagonal blocks
   const int64_t bs = blocks ? blocks : n % 16 == 0 ? 16 : n, nb = n / bs;
+  // Padded rows (no bank conflicts on column reads). With `blocks` only the
+  // diagonal blocks are kept, one after another (bs x (bs + 1) each): entry
+  // (r, c) of block r / bs at (r / bs) * bs * ld + (r % bs) * ld + c % bs,
+  // that is r * ld + c % bs.
+  const int64_t ld = blocks ? bs + 1 : n + 1;
   std::string L = fresh("qla_inv_l"), X = fresh("qla_inv_x");
   if (failed(scratchPointer(op, L))) return failure();
   line(fmt::format("float* const {} = {} + {};", X, L, n * ld));
+  // Element (r, c) of L or X (with `blocks`: of a diagonal block).
+  auto at = [&](const std::string &r, const std::string &c) {
+    if (!blocks) return fmt::format("({}) * {} + ({})", r, ld, c);
+    if ((bs & (bs - 1)) == 0) return fmt::format("({}) * {} + (({}) & {})", r, ld, c, bs - 1);
+    return fmt::format("({}) * {} + ({}) % {}", r, ld, c, bs);
+  };
   std::string tid = declareStr("int", fmt::format("(int)threadIdx.x - {}", group().begin * 128), "tid");
   // The statements below name the scratch matrices {L} and {X}, their padded
   // row length {LD}, the block size {BS}, the group's thread count {NT}, the
@@ -836,7 +846,11 @@ LogicalResult Emitter::emitInvUnitLower(InvUnitLowerOp op) {
   }
   {
     RegLoop l = openRegLoop(s);
-    line(fmt::format("{}[{} * {} + {}] = {};", L, l.idx[0], ld, l.idx[1], fragElem(op.getSrc(), l.reg)));
+    if (blocks)
+      line(fmt::format("if (({0}) / {1} == ({2}) / {1}) {3}[{4}] = {5};", l.idx[0], bs, l.idx[1], L,
+                       at(l.idx[0], l.idx[1]), fragElem(op.getSrc(), l.reg)));
+    else
+      line(fmt::format("{}[{}] = {};", L, at(l.idx[0], l.idx[1]), fragElem(op.getSrc(), l.reg)));
     closeLoop();
   }
   line(groupSync());
@@ -850,7 +864,8 @@ LogicalResult Emitter::emitInvUnitLower(InvUnitLowerOp op) {
   line("#pragma unroll");
   line(F("for (int r_ = 0; r_ < {BS}; ++r_) {{"));
   ++indent_;
-  line(F("const float* const lrow_ = {L} + (b0_ + r_) * {LD} + b0_;"));
+  line(blocks ? F("const float* const lrow_ = {L} + (b0_ + r_) * {LD};")
+              : F("const float* const lrow_ = {L} + (b0_ + r_) * {LD} + b0_;"));
   line("float a0 = 0.0f, a1 = 0.0f;");
   line("#pragma unroll");
   line("for (int k_ = 0; k_ + 1 < r_; k_ += 2) { a0 += lrow_[k_] * x_[k_]; a1 += lrow_[k_ + 1] * x_[k_ + 1]; }");
@@ -860,7 +875,8 @@ LogicalResult Emitter::emitInvUnitLower(InvUnitLowerOp op) {
   line("}");
   line(F("if ({tid} < {n}) {{"));
   line("  #pragma unroll");
-  line(F("  for (int r_ = 0; r_ < {BS}; ++r_) {X}[(b0_ + r_) * {LD} + col_] = x_[r_];"));
+  line(blocks ? F("  for (int r_ = 0; r_ < {BS}; ++r_) {X}[(b0_ + r_) * {LD} + c_] = x_[r_];")
+              : F("  for (int r_ = 0; r_ < {BS}; ++r_) {X}[(b0_ + r_) * {LD} + col_] = x_[r_];"));
   line("}");
   --indent_;
   line("}");
@@ -910,7 +926,8 @@ LogicalResult Emitter::emitInvUnitLower(InvUnitLowerOp op) {
   RegLoop l = openRegLoop(op.getDst().getType());
   if (blocks)
     fragStore(op.getDst(), l.reg,
-              fmt::format("({1}) / {4} == ({2}) / {4} ? {0}[{1} * {3} + {2}] : 0.0f", X, l.idx[0], l.idx[1], ld, bs));
+              fmt::format("({1}) / {3} == ({2}) / {3} ? {0}[{4}] : 0.0f", X, l.idx[0], l.idx[1], bs,
+                          at(l.idx[0], l.idx[1])));
   else
     fragStore(op.getDst(), l.reg, fmt::format("{}[{} * {} + {}]", X, l.idx[0], ld, l.idx[1]));
   closeLoop();

@@ -25,7 +25,9 @@ int64_t scratchBytes(Operation *op) {
   if (auto s = dyn_cast<ScanOp>(op)) return 4 * s.getSrc().getType().getShape()[0];
   if (isa<FragPickOp>(op)) return 4;
   if (auto inv = dyn_cast<InvUnitLowerOp>(op)) {
+    // With `blocks` only the diagonal blocks, bs x (bs + 1) each (the emitter's layout).
     int64_t n = inv.getSrc().getType().getShape()[0];
+    if (auto bs = inv.getBlocks()) return 2 * 4 * n * (*bs + 1);
     return 2 * 4 * n * (n + 1);
   }
   return 0;
@@ -57,13 +59,17 @@ struct AssignResources : ::mlir::qla::impl::QlaAssignResourcesBase<AssignResourc
     for (Block &blk : fn.getBody())
       for (Operation &o : blk) number(&o);
     // Warp-specialized roles run concurrently although they are laid out one
-    // after another: no sharing in such kernels.
-    bool share = true;
-    fn.walk([&](WarpgroupsOp) { share = false; });
+    // after another: in such kernels only items of one role share (in the
+    // role's program order, as in a kernel without roles), and items outside
+    // every role (the channels' slots, the prologue's) share with nothing.
+    bool hasRoles = false;
+    fn.walk([&](WarpgroupsOp) { hasRoles = true; });
+    auto roleOf = [](Operation *op) -> Operation * { return op->getParentOfType<WarpgroupsOp>(); };
 
     struct Item {
       Operation *op;
       int64_t begin, end, bytes, align;
+      Operation *role;  // the enclosing role, null outside every role
     };
     SmallVector<Item> items;
     fn.walk([&](Operation *op) {
@@ -98,38 +104,40 @@ struct AssignResources : ::mlir::qla::impl::QlaAssignResourcesBase<AssignResourc
         int64_t beginPos = pinned ? 0 : pos[a];
         if (pinned) endPos = n;
         auto t = a.getType();
-        items.push_back({op, beginPos, endPos, t.getSizeInBytes() * a.getCount(), t.getSwizzle() ? 1024 : 128});
+        items.push_back(
+            {op, beginPos, endPos, t.getSizeInBytes() * a.getCount(), t.getSwizzle() ? 1024 : 128, roleOf(op)});
       } else if (int64_t bytes = scratchBytes(op)) {
         // Staging space of ops that exchange fragment elements between threads.
-        items.push_back({op, pos[op], last[op], bytes, 16});
+        items.push_back({op, pos[op], last[op], bytes, 16, roleOf(op)});
       }
     });
     struct Placed {
       int64_t off, size, begin, end;
+      Operation *role;
     };
     SmallVector<Placed> placed;
     // First fit, the most aligned items first (no alignment holes in front
     // of 1024-byte tiles), program order among equals.
-    if (share) llvm::stable_sort(items, [](const Item &x, const Item &y) { return x.align > y.align; });
+    llvm::stable_sort(items, [](const Item &x, const Item &y) { return x.align > y.align; });
     for (const Item &it : items) {
       int64_t off = 0;
-      if (share) {
-        // Lowest aligned offset clear of every placed item whose range meets this one.
-        bool moved = true;
-        while (moved) {
-          moved = false;
-          for (const Placed &p : placed) {
-            if (p.end < it.begin || it.end < p.begin) continue;
-            if (off < p.off + p.size && p.off < off + it.bytes) {
-              off = alignTo(p.off + p.size, it.align);
-              moved = true;
-            }
+      // Lowest aligned offset clear of every placed item it may not share with.
+      auto apart = [&](const Placed &p) {
+        if (hasRoles && (!it.role || it.role != p.role)) return false;
+        return p.end < it.begin || it.end < p.begin;
+      };
+      bool moved = true;
+      while (moved) {
+        moved = false;
+        for (const Placed &p : placed) {
+          if (apart(p)) continue;
+          if (off < p.off + p.size && p.off < off + it.bytes) {
+            off = alignTo(p.off + p.size, it.align);
+            moved = true;
           }
         }
-      } else if (!placed.empty()) {
-        off = alignTo(std::max(off, placed.back().off + placed.back().size), it.align);
       }
-      placed.push_back({off, it.bytes, it.begin, it.end});
+      placed.push_back({off, it.bytes, it.begin, it.end, it.role});
       offset = std::max(offset, off + it.bytes);
       if (auto a = dyn_cast<AllocSharedOp>(it.op)) a.setOffsetAttr(b.getI64IntegerAttr(off));
       else it.op->setAttr("qla.scratch_offset", b.getI64IntegerAttr(off));

@@ -59,6 +59,13 @@ std::vector<op::NamedTensor> namedTensors(const ForwardParams &p, const char *oN
 // With a split schedule (context parallelism), HS and LS are [NZ, Hv, K, V]
 // f32 (segment start and end states) and PH, PL [NZ, Hv, K, K] bf16 (the
 // segments' state transitions as hi + lo), NZ the schedule's segment ids.
+// QLA_GDN_FUSED_BV=64 (or =V) asks the fused kernel for 64-wide V slices (or
+// whole heads) per CTA, for tests and benchmarks; unset: the model's choice.
+int64_t fusedBvFromEnvironment() {
+  const char *e = std::getenv("QLA_GDN_FUSED_BV");
+  return e && *e ? std::atoll(e) : 0;
+}
+
 WorkspaceLayout addForwardRegions(op::WorkspacePlanner &ws, DType dtype, int64_t B, int64_t T, int64_t Hv,
                                   int64_t K, int64_t V, int64_t numSequences, int64_t segmentChunks,
                                   int fusedMode) {
@@ -66,7 +73,8 @@ WorkspaceLayout addForwardRegions(op::WorkspacePlanner &ws, DType dtype, int64_t
   WorkspaceLayout l;
   MachineModel m;
   m.sms = deviceSmCount();
-  l.schedule = forwardSchedule(ForwardShape{B, T, Hv, K, V, numSequences}, m, segmentChunks, fusedMode);
+  l.schedule = forwardSchedule(ForwardShape{B, T, Hv, K, V, numSequences}, m, segmentChunks, fusedMode,
+                               fusedBvFromEnvironment());
   l.gcSlots = ((T + kChunk - 1) / kChunk + std::max<int64_t>(numSequences - 1, 0)) * kChunk;
   l.w = ws.add(size_t(B * T * Hv * K) * eb);
   l.u = ws.add(size_t(B * T * Hv * V) * eb);
@@ -107,7 +115,8 @@ KernelSpec publicSpec(const op::KernelSlot &s) { return {s.spec.file, s.spec.def
 struct ConfigKernels {
   op::KernelSlot *prepare = nullptr, *state = nullptr;  // the two-kernel path
   op::KernelSlot *segment = nullptr, *merge = nullptr;  // with a split schedule
-  op::KernelSlot *fused = nullptr;                      // the fused path
+  op::KernelSlot *fused = nullptr;                      // the fused path, a whole head per CTA (BV = V)
+  op::KernelSlot *fusedSlice = nullptr;                 // ... a 64-wide V slice per CTA (= fused when V = 64)
 };
 
 op::Signature prepareSignature(const ForwardConfig &c) {
@@ -168,6 +177,7 @@ ConfigKernels kernelsFor(const ForwardConfig &c) {
   ck.segment = &r.slot(opSpec(segmentKernelSpec(c)));
   ck.merge = &r.slot(opSpec(mergeKernelSpec(c)));
   ck.fused = &r.slot(opSpec(fusedKernelSpec(c)));
+  ck.fusedSlice = &r.slot(opSpec(fusedKernelSpec(c, 64)));
   std::lock_guard<std::mutex> lock(mu);
   memo[key] = ck;
   return ck;
@@ -240,6 +250,8 @@ Plan buildPlan(const ForwardParams &p, const WorkspaceLayout &l, void *workspace
   plan.config = c;
   plan.kernels = kernelsFor(c);
   plan.schedule = l.schedule;
+  // The fused kernel of the schedule's V slice.
+  if (l.schedule.fused && l.schedule.fusedBv < c.V) plan.kernels.fused = plan.kernels.fusedSlice;
   const bool split = l.schedule.split;
   const bool fused = l.schedule.fused;
   // Only the kernels this call launches are compiled.
@@ -545,13 +557,18 @@ KernelSpec segmentKernelSpec(const ForwardConfig &c) {
   return s;
 }
 
-KernelSpec fusedKernelSpec(const ForwardConfig &c) {
+KernelSpec fusedKernelSpec(const ForwardConfig &c, int64_t bv) {
   // Every constant of prepare's (the chunk-local work) and the states' of
-  // the state kernel's output pass.
+  // the state kernel's output pass; BV only where it is not the default (V).
   KernelSpec s = prepareKernelSpec(c);
   s.file = kFusedFile;
   s.defines["HAS_H0"] = c.initialState ? "1" : "0";
   s.defines["STORE_HT"] = c.finalState ? "1" : "0";
+  if (bv != 0 && bv != c.V) {
+    if (bv != 64 || c.V % bv != 0)
+      fail("fused kernel: V slice " + std::to_string(bv) + " for V = " + std::to_string(c.V) + " (64 or V)");
+    s.defines["BV"] = std::to_string(bv);
+  }
   return s;
 }
 
@@ -592,10 +609,10 @@ namespace {
 void warmupConfig(const ForwardConfig &c, bool loadOnGpu) {
   checkConfig(c);
   ConfigKernels ck = kernelsFor(c);
-  for (op::KernelSlot *k : {ck.prepare, ck.state, ck.segment, ck.merge, ck.fused}) compiled(*k);
+  for (op::KernelSlot *k : {ck.prepare, ck.state, ck.segment, ck.merge, ck.fused, ck.fusedSlice}) compiled(*k);
   if (loadOnGpu && rt::gpuAvailable()) {
     CUcontext ctx = op::currentOrPrimaryContext();
-    for (op::KernelSlot *k : {ck.prepare, ck.state, ck.segment, ck.merge, ck.fused}) registry().loaded(*k, ctx);
+    for (op::KernelSlot *k : {ck.prepare, ck.state, ck.segment, ck.merge, ck.fused, ck.fusedSlice}) registry().loaded(*k, ctx);
   }
 }
 

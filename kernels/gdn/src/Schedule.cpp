@@ -34,7 +34,8 @@ int64_t segmentIds(const ForwardShape &s, int64_t segChunks) {
   return s.B * cdiv(chunks, segChunks);
 }
 
-Schedule forwardSchedule(const ForwardShape &s, const MachineModel &m, int64_t force, int fusedMode) {
+Schedule forwardSchedule(const ForwardShape &s, const MachineModel &m, int64_t force, int fusedMode,
+                         int64_t forceBv) {
   const int64_t N = s.numSequences > 0 ? s.numSequences : s.B;
   const int64_t nV = s.V / kSlice, nK = s.K / kSlice, total = cdiv(s.T, kChunk);
 
@@ -98,17 +99,35 @@ Schedule forwardSchedule(const ForwardShape &s, const MachineModel &m, int64_t f
 
   // The path. Two-kernel: prepare (parallel over every chunk and v-head)
   // plus the recurrence as scheduled above. Fused: one CTA per SM for each
-  // (sequence, v-head, 64-wide V slice), every chunk step on the CTA's chain.
+  // (sequence, v-head, V slice), every chunk step on the CTA's chain.
   auto prepareUs = [&](const Scenario &c) {
     return double(c.seqs * c.chunks * s.Hv) * m.prepareChunkHeadUs / double(m.sms);
   };
-  auto fusedUs = [&](const Scenario &c) {
-    const int64_t units = c.seqs * s.Hv * cdiv(s.V, 64);
-    return double(cdiv(units, m.sms)) * (double(c.chunks) * m.fusedChunkUs + m.waveStartUs);
+  // Fused, each CTA taking a V slice of bv columns: the 64-wide slice
+  // doubles the CTAs (and the chunk-local work), the whole head takes one
+  // CTA per head and a longer step.
+  auto fusedBvUs = [&](const Scenario &c, int64_t bv) {
+    const int64_t units = c.seqs * s.Hv * cdiv(s.V, bv);
+    const double step = bv < s.V ? m.fusedChunkUs : m.fusedHeadChunkUs;
+    return double(cdiv(units, m.sms)) * (double(c.chunks) * step + m.waveStartUs);
   };
+  // The slice for the scenarios: the one whose worse ratio to the better is smaller.
+  const int64_t fusedBv = [&] {
+    if (s.V <= 64) return s.V;
+    if (forceBv == 64 || forceBv == s.V) return forceBv;
+    double rs = 0, rh = 0;
+    for (const Scenario &c : scen) {
+      const double a = fusedBvUs(c, 64), b = fusedBvUs(c, s.V);
+      rs = std::max(rs, a / std::min(a, b));
+      rh = std::max(rh, b / std::min(a, b));
+    }
+    return rh <= rs ? s.V : int64_t(64);
+  }();
+  auto fusedUs = [&](const Scenario &c) { return fusedBvUs(c, fusedBv); };
   // The fused path splits only when forced.
   auto goFused = [&] {
     best.fused = true;
+    best.fusedBv = fusedBv;
     if (force > 0) return;
     best.split = false;
     best.segChunks = kNoSplit;

@@ -24,6 +24,7 @@ struct Schedule {
   int64_t numIds = 1;            // segment ids: grid z of the state passes (NZ)
   bool split = false;            // passes 1 and the merge run
   bool fused = false;            // the fused kernel computes the output
+  int64_t fusedBv = 0;           // with fused: the V slice of one CTA (64, or V: a whole head per CTA)
   double predictedUs = 0;        // the model's time of the recurrence, µs (the two-kernel path: without prepare)
   double fusedUs = 0, twoKernelUs = 0;  // the model's whole forward on either path, µs (fusedMode 0)
 };
@@ -42,11 +43,13 @@ struct MachineModel {
   double waveStartUs = 4.0;     // a wave of CTAs starting: state load, first loads
   double mergeStepUs = 3.0;     // one segment step of the merge
   double launchUs = 3.0;        // each extra kernel
-  // The fused kernel (one CTA per SM: 216 KB of shared memory): its chunk
-  // step, and the prepare kernel's SM time per chunk and v-head, measured
-  // on the H200 (bench/gdn_forward.py --also-two-kernel and
+  // The fused kernel (one CTA per SM), its chunk step with a 64-wide V
+  // slice per CTA (three warpgroups) and with a whole head per CTA (one
+  // math warpgroup per 64 columns of V), and the prepare kernel's SM time
+  // per chunk and v-head, measured on the H200 (bench/gdn_paths.py,
   // bench/gdn_kernel_split.py, docs/performance.md).
-  double fusedChunkUs = 5.1;
+  double fusedChunkUs = 3.9;
+  double fusedHeadChunkUs = 5.0;
   double prepareChunkHeadUs = 4.58;
 };
 
@@ -54,7 +57,9 @@ struct MachineModel {
 // `fusedMode`: -1 the two-kernel path (prepare + state); 1 the fused kernel
 // (split only when forced); 0 the model picks the path (fused only without a
 // split), weighing the same scenarios as the split.
-Schedule forwardSchedule(const ForwardShape &s, const MachineModel &m, int64_t force = 0, int fusedMode = -1);
+// `fusedBv`: 0 lets the model pick the fused kernel's V slice; 64 or V force it.
+Schedule forwardSchedule(const ForwardShape &s, const MachineModel &m, int64_t force = 0, int fusedMode = -1,
+                         int64_t fusedBv = 0);
 
 // Segment ids for a segment length (the grid z of both state passes).
 int64_t segmentIds(const ForwardShape &s, int64_t segChunks);

@@ -263,17 +263,18 @@ func.func @share_slot(%i: index) {
 // -----
 
 // Sharing (f): in a kernel with qlanv.warpgroups the roles run concurrently
-// although they are laid out one after another, so nothing shares, even
-// tiles whose lifetimes are disjoint in program order: %a 48 bytes at 0, %b
-// at 48 → 1024 (swizzled), %c at 9216 (1024 + 8192, 128-aligned), 48 bytes
-// → 9264 → 9264 (16-aligned). Without the roles all three would be at 0.
+// although they are laid out one after another: tiles of different roles
+// never share, tiles of one role share by their lifetimes in the role's
+// program order. Most aligned first: %b (swizzled, math) at 0; %a (load, 48
+// bytes) clear of %b at 8192; %c (math, after %b's last use) shares %b's
+// bytes at 0 → 8192 + 48 = 8240. Without the roles all three would be at 0.
 // CHECK-LABEL: func.func @no_share_roles
-// CHECK-SAME: qla.smem_bytes = 9264 : i64
+// CHECK-SAME: qla.smem_bytes = 8240 : i64
 // CHECK: qlanv.warpgroups "load" 0 to 0 {
-// CHECK-NEXT: qla.alloc_shared {offset = 0 : i64} : <24xbf16>
+// CHECK-NEXT: qla.alloc_shared {offset = 8192 : i64} : <24xbf16>
 // CHECK: qlanv.warpgroups "math" 1 to 1 {
-// CHECK-NEXT: qla.alloc_shared {offset = 1024 : i64} : <64x64xbf16, swizzle 128>
-// CHECK: qla.alloc_shared {offset = 9216 : i64} : <24xbf16>
+// CHECK-NEXT: qla.alloc_shared {offset = 0 : i64} : <64x64xbf16, swizzle 128>
+// CHECK: qla.alloc_shared {offset = 0 : i64} : <24xbf16>
 func.func @no_share_roles() attributes {qla.threads = 256 : i64} {
   qlanv.warpgroups "load" 0 to 0 {
     %a = qla.alloc_shared : !qla.smem<24xbf16>

@@ -13,6 +13,7 @@
 #include <catch2/catch.hpp>
 
 #include <cctype>
+#include <cstdlib>
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -120,8 +121,10 @@ void checkSignature(const KernelSpec &spec, const ForwardConfig &c, const qla::K
     CHECK(info.scalars[i].name == e.scalars[i].first);
     CHECK(info.scalars[i].dtype == e.scalars[i].second);
   }
-  // The fused kernel has three warpgroups (load, aux, math), the others one.
-  CHECK(info.threads == (spec.file == "gdn_fwd_fused.qla" ? 384 : 128));
+  // The fused kernel: load, aux and one math warpgroup per 64 columns of its
+  // V slice (BV, V by default); the others one warpgroup.
+  const int64_t bv = spec.defines.count("BV") ? std::stoll(spec.defines.at("BV")) : c.V;
+  CHECK(info.threads == (spec.file == "gdn_fwd_fused.qla" ? 256 + 128 * (bv / 64) : 128));
 }
 
 // Every constant takes each of its values at least once.
@@ -168,9 +171,10 @@ int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 TEST_CASE("GDN: specializations", "[gdn][kernels]") {
   std::vector<ForwardConfig> all = qla::gdn::allForwardConfigs();
   CHECK(all.size() == 768);
-  std::set<std::string> distinct, prep, state, segment, merge, fused;
+  std::set<std::string> distinct, prep, state, segment, merge, fused, sliced;
   for (auto &c : all) {
     fused.insert(qla::gdn::fusedKernelSpec(c).str());
+    sliced.insert(qla::gdn::fusedKernelSpec(c, 64).str());
     distinct.insert(c.str());
     prep.insert(qla::gdn::prepareKernelSpec(c).str());
     state.insert(qla::gdn::stateKernelSpec(c).str());
@@ -183,6 +187,10 @@ TEST_CASE("GDN: specializations", "[gdn][kernels]") {
   CHECK(segment.size() == 96);  // pass 1 never stores the final state
   CHECK(merge.size() == 12);    // cu dtype (none, i32, i64) x K x V
   CHECK(fused.size() == 768);   // every constant of a configuration selects the fused kernel
+  CHECK(sliced.size() == 768);  // and its 64-wide V slice variant (the same kernel where V = 64)
+  size_t shared = 0;
+  for (const std::string &f : sliced) shared += fused.count(f);
+  CHECK(shared == 768 / 2);
 
   ForwardConfig c;
   c.varlen = true;
@@ -204,6 +212,11 @@ TEST_CASE("GDN: specializations", "[gdn][kernels]") {
   CHECK(qla::gdn::fusedKernelSpec(c).str() ==
         "gdn_fwd_fused.qla -D BT=f32 -D CT=i64 -D DK=128 -D DT=bf16 -D DV=128 -D GT=f32 -D HAS_H0=1 -D L2NORM=0 -D "
         "STORE_HT=0 -D VARLEN=1");
+  CHECK(qla::gdn::fusedKernelSpec(c, 128).str() == qla::gdn::fusedKernelSpec(c).str());
+  CHECK(qla::gdn::fusedKernelSpec(c, 64).str() ==
+        "gdn_fwd_fused.qla -D BT=f32 -D BV=64 -D CT=i64 -D DK=128 -D DT=bf16 -D DV=128 -D GT=f32 -D HAS_H0=1 -D "
+        "L2NORM=0 -D STORE_HT=0 -D VARLEN=1");
+  CHECK_THROWS_WITH(qla::gdn::fusedKernelSpec(c, 32), Catch::Contains("V slice 32"));
 
   // A call's configuration.
   std::vector<int64_t> offs = {0, 3, 100};
@@ -247,7 +260,7 @@ TEST_CASE("GDN: every specialization compiles through the QLA compiler with the 
   for (const ForwardConfig &c : qla::gdn::allForwardConfigs()) {
     for (const KernelSpec &spec : {qla::gdn::prepareKernelSpec(c), qla::gdn::stateKernelSpec(c),
                                    qla::gdn::segmentKernelSpec(c), qla::gdn::mergeKernelSpec(c),
-                                   qla::gdn::fusedKernelSpec(c)}) {
+                                   qla::gdn::fusedKernelSpec(c), qla::gdn::fusedKernelSpec(c, 64)}) {
       if (!done.insert(spec.str()).second) continue;
       qla::CompileOptions o;
       o.defines = spec.defines;
@@ -260,7 +273,7 @@ TEST_CASE("GDN: every specialization compiles through the QLA compiler with the 
       ++n;
     }
   }
-  CHECK(n == 192 + 192 + 96 + 12 + 768);
+  CHECK(n == 192 + 192 + 96 + 12 + 768 + 768 / 2);
 
   // How the default specialization passes each tensor (for the record).
   ForwardConfig c;
@@ -510,9 +523,14 @@ TEST_CASE("GDN: context-parallel launch plans", "[gdn][kernels][nvrtc]") {
 
 TEST_CASE("GDN: fused launch plans", "[gdn][kernels][nvrtc]") {
   if (!kernelsPresent()) return;
-  for (bool varlen : {false, true})
+  // QLA_GDN_FUSED_BV: unset (the model: 64-wide slices for these few heads), 64, whole heads.
+  for (const char *bvEnv : {"", "64", "128"}) {
+  for (bool varlen : {false, true}) {
     for (int64_t seg : {int64_t(-1), int64_t(3)}) {
-      INFO("varlen " << varlen << ", segment_chunks " << seg);
+      INFO("QLA_GDN_FUSED_BV '" << bvEnv << "', varlen " << varlen << ", segment_chunks " << seg);
+      if (*bvEnv) ::setenv("QLA_GDN_FUSED_BV", bvEnv, 1);
+      else ::unsetenv("QLA_GDN_FUSED_BV");
+      const int64_t bv = std::string(bvEnv) == "128" ? 128 : 64;
       Shape s;
       s.B = varlen ? 1 : 2;
       s.T = 1000;
@@ -544,8 +562,9 @@ TEST_CASE("GDN: fused launch plans", "[gdn][kernels][nvrtc]") {
       CHECK(plan.prepareSpec.file == (split ? "gdn_fwd_prepare.qla" : ""));
       const int64_t NZ = !split ? (varlen ? N + 1 : 2)
                                 : (varlen ? N + cdiv(cdiv(T, 64) + N, 3) : 2 * cdiv(cdiv(T, 64), 3));
-      // One CTA per 64-wide V slice, v-head and segment id.
-      CHECK(plan.fusedGrid == std::array<int64_t, 3>{V / 64, Hv, NZ});
+      // One CTA per V slice, v-head and segment id.
+      CHECK(plan.fusedGrid == std::array<int64_t, 3>{V / bv, Hv, NZ});
+      CHECK(plan.fusedSpec.defines.count("BV") == (bv == 64 ? 1u : 0u));
       auto &ft = plan.fusedArgs.tensors;
       REQUIRE(ft.size() == 10);
       CHECK(ft[0].data == p.q.data);
@@ -567,6 +586,9 @@ TEST_CASE("GDN: fused launch plans", "[gdn][kernels][nvrtc]") {
       CHECK(plan.fusedArgs.scalars[0] == Approx(1.0 / std::sqrt(128.0)));
       CHECK(plan.fusedArgs.scalars[1] == (split ? 3.0 : double(int64_t(1) << 30)));
     }
+  }
+  }
+  ::unsetenv("QLA_GDN_FUSED_BV");
 }
 
 //===----------------------------------------------------------------------===//

@@ -62,23 +62,39 @@ TEST_CASE("GDN schedule: few heads and long sequences split, many heads do not",
 }
 
 TEST_CASE("GDN schedule: the fused kernel where its CTAs fill the machine", "[gdn][schedule]") {
-  MachineModel m;  // H200; the cases measured on 2026-12-01 (docs/performance.md)
+  MachineModel m;  // H200; the cases measured on 2026-12-01 (docs/performance.md, bench/gdn_paths.py)
   auto pick = [&](ForwardShape sh) { return qla::gdn::forwardSchedule(sh, m, 0, 0); };
-  // 16/64 1x32768: 128 fused CTAs, 2.61 ms against 2.87 for the two-kernel path.
+  // 16/64 1x32768: 128 fused CTAs of 64-wide V slices, 2.00 ms against 2.66
+  // for the two-kernel path (a whole head per CTA: 64 CTAs, 2.55 ms).
   Schedule a = pick(shape(1, 32768, 64));
   CHECK(a.fused);
+  CHECK(a.fusedBv == 64);
   CHECK_FALSE(a.split);
   CHECK(a.fusedUs < a.twoKernelUs);
-  CHECK(a.fusedUs == Approx(2607).epsilon(0.05));
-  // 8/32 1x32768: 64 fused CTAs leave half the SMs idle (2.57 ms against 1.68).
+  CHECK(a.fusedUs == Approx(2000).epsilon(0.05));
+  // 8/32 1x32768: 64 fused CTAs leave half the SMs idle (1.97 ms against 1.60).
   Schedule b = pick(shape(1, 32768, 32));
   CHECK_FALSE(b.fused);
-  CHECK(b.twoKernelUs == Approx(1681).epsilon(0.1));
-  // 16/64 8192x4 with cu_seqlens: fused for 4 equal sequences (2.53 ms
-  // against 2.96) and for one long one alike.
-  CHECK(pick(shape(1, 32768, 64, 4)).fused);
-  // Fixed length 4x8192 at 8/32: 256 CTAs (1.28 ms against 1.46).
-  CHECK(pick(shape(4, 8192, 32)).fused);
+  CHECK(b.twoKernelUs == Approx(1600).epsilon(0.1));
+  // 16/64 8192x4 with cu_seqlens: fused, a whole head per CTA (256 CTAs,
+  // 1.27 ms against 1.95 with 64-wide slices and 2.84 on the two-kernel path),
+  // for 4 equal sequences and for one long one alike.
+  Schedule v = pick(shape(1, 32768, 64, 4));
+  CHECK(v.fused);
+  CHECK(v.fusedBv == 128);
+  CHECK(v.fusedUs == Approx(1274).epsilon(0.05));
+  // Fixed length 4x8192 at 8/32: 128 CTAs of whole heads (0.64 ms against 1.40).
+  Schedule w = pick(shape(4, 8192, 32));
+  CHECK(w.fused);
+  CHECK(w.fusedBv == 128);
+  CHECK(w.fusedUs == Approx(643).epsilon(0.05));
+  // The slice can be forced either way (QLA_GDN_FUSED_BV); V = 64 has one.
+  CHECK(qla::gdn::forwardSchedule(shape(1, 32768, 64), m, 0, 1, 128).fusedBv == 128);
+  CHECK(qla::gdn::forwardSchedule(shape(4, 8192, 32), m, 0, 1, 64).fusedBv == 64);
+  CHECK(qla::gdn::forwardSchedule(shape(4, 8192, 32), m, 0, 1, 96).fusedBv == 128);  // neither: the model's
+  ForwardShape v64 = shape(4, 8192, 32);
+  v64.V = 64;
+  CHECK(qla::gdn::forwardSchedule(v64, m, 0, 1, 128).fusedBv == 64);
   // Few heads: the two-kernel path with its split.
   Schedule c = pick(shape(1, 32768, 8));
   CHECK_FALSE(c.fused);

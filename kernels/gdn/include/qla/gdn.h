@@ -139,7 +139,9 @@ KernelSpec prepareKernelSpec(const ForwardConfig &c);  // DT BT GT CT DK DV VARL
 KernelSpec stateKernelSpec(const ForwardConfig &c);    // DT CT DK DV VARLEN L2NORM HAS_H0 STORE_HT PASS=2
 KernelSpec segmentKernelSpec(const ForwardConfig &c);  // the state kernel's PASS=1 (context parallelism)
 KernelSpec mergeKernelSpec(const ForwardConfig &c);    // CT DK DV VARLEN
-KernelSpec fusedKernelSpec(const ForwardConfig &c);    // DT BT GT CT DK DV VARLEN L2NORM HAS_H0 STORE_HT
+// The fused kernel for a V slice of bv columns per CTA: 0 or V (the default,
+// a whole head per CTA) or 64 (BV=64 among the constants).
+KernelSpec fusedKernelSpec(const ForwardConfig &c, int64_t bv = 0);  // DT BT GT CT DK DV VARLEN L2NORM HAS_H0 STORE_HT [BV]
 
 // The .qla sources embedded at build time (file name → source).
 const std::vector<std::pair<std::string, std::string>> &embeddedKernelSources();
