@@ -300,6 +300,7 @@ LogicalResult Emitter::emitStore(StoreOp op) {
   return success();
 }
 
+
 // A 2-D shared tile to global memory in 16-byte pieces of a row: every tile
 // layout keeps a row's 16-byte chunks whole (swizzles permute chunks), so a
 // thread moves one chunk per access where the tensor's rows are contiguous,
@@ -810,6 +811,7 @@ LogicalResult Emitter::emitInvUnitLower(InvUnitLowerOp op) {
   int64_t nthreads = (group().end - group().begin + 1) * 128;
   if (n > nthreads) return op.emitOpError("matrices larger than the group's thread count are not supported yet");
   if (s.getLayout() != FragType::Acc) return op.emitOpError("needs an accumulator-layout fragment");
+  if (op.inRegisters(group().end - group().begin + 1)) return emitInvUnitLowerRegisters(op);
   const int64_t blocks = op.getBlocks() ? *op.getBlocks() : 0;  // only the diagonal blocks
   const int64_t bs = blocks ? blocks : n % 16 == 0 ? 16 : n, nb = n / bs;
   // Padded rows (no bank conflicts on column reads). With `blocks` only the
@@ -932,6 +934,114 @@ LogicalResult Emitter::emitInvUnitLower(InvUnitLowerOp op) {
     fragStore(op.getDst(), l.reg, fmt::format("{}[{} * {} + {}]", X, l.idx[0], ld, l.idx[1]));
   closeLoop();
   line(groupSync());
+  return success();
+}
+
+// inv_unit_lower(l, blocks = 16) of a 64 x 64 accumulator fragment held by
+// one warpgroup (InvUnitLowerOp::inRegisters): warp w holds diagonal block w
+// (rows and columns 16w .. 16w + 15) whole, 8 registers per lane, lane l at
+// block rows l/4 + 8h and columns 8jj + 2(l%4) + e (h, jj, e in {0, 1}; the
+// registers found from FragLayout and the pattern checked here, else the
+// shared-memory path). X = (I + L)^-1 by right-looking elimination: for each
+// pivot s, row s of X (final by then) and column s of L go to every lane by
+// shuffles and X[r, :] -= L[r, s] X[s, :] (a no-op for r <= s: L is masked to
+// its strict lower triangle). 16 dependent steps of one shuffle and one FMA;
+// no shared memory, no barrier. dst is zero off the diagonal blocks.
+LogicalResult Emitter::emitInvUnitLowerRegisters(InvUnitLowerOp op) {
+  const FragLayout lay = FragLayout::of(op.getSrc().getType());
+  // reg[w][jj][h][e]: the register of warp w's lanes holding block element
+  // (l/4 + 8h, 8jj + 2(l%4) + e).
+  int64_t reg[4][2][2][2];
+  for (auto &a : reg)
+    for (auto &b : a)
+      for (auto &c : b)
+        for (auto &d : c) d = -1;
+  for (int64_t w = 0; w < 4; ++w)
+    for (int64_t r = 0; r < lay.regsPerThread(); ++r) {
+      std::vector<int64_t> rc = lay.index(r, {0, w, 0});
+      const int64_t br = rc[0] - 16 * w, bc = rc[1] - 16 * w;
+      if (br < 0 || br >= 16 || bc < 0 || bc >= 16) continue;
+      const int64_t h = br / 8, jj = bc / 8, e = bc % 2;
+      if (br % 8 != 0 || (bc % 8) / 2 != 0 || reg[w][jj][h][e] != -1)
+        return op.emitOpError("register inverse: unexpected accumulator layout");
+      reg[w][jj][h][e] = r;
+    }
+  for (int64_t w = 0; w < 4; ++w)
+    for (int64_t jj = 0; jj < 2; ++jj)
+      for (int64_t h = 0; h < 2; ++h)
+        for (int64_t e = 0; e < 2; ++e) {
+          const int64_t r = reg[w][jj][h][e];
+          if (r < 0) return op.emitOpError("register inverse: a diagonal block is not whole in its warp");
+          for (int64_t l = 0; l < 32; ++l) {
+            std::vector<int64_t> rc = lay.index(r, {l, w, 0});
+            if (rc[0] != 16 * w + l / 4 + 8 * h || rc[1] != 16 * w + 8 * jj + 2 * (l % 4) + e)
+              return op.emitOpError("register inverse: unexpected accumulator layout");
+          }
+        }
+  // Slot k = 4jj + 2h + e of the block arrays.
+  auto k = [](int64_t jj, int64_t h, int64_t e) { return 4 * jj + 2 * h + e; };
+  line("{");
+  ++indent_;
+  line("float lb_[8], xb_[8];");
+  for (int64_t w = 0; w < 4; ++w) {
+    line(fmt::format("{}if (qla_warp == {}) {{", w ? "} else " : "", w));
+    ++indent_;
+    for (int64_t jj = 0; jj < 2; ++jj)
+      for (int64_t h = 0; h < 2; ++h)
+        for (int64_t e = 0; e < 2; ++e)
+          line(fmt::format("lb_[{}] = {};", k(jj, h, e), fragElem(op.getSrc(), std::to_string(reg[w][jj][h][e]))));
+    --indent_;
+  }
+  line("}");
+  line("const int lr_ = qla_lane / 4, lq_ = qla_lane % 4;");
+  // kof_[jj][h][e] = k(jj, h, e), for the loops below (constant once unrolled).
+  line("constexpr int kof_[2][2][2] = {{{0, 1}, {2, 3}}, {{4, 5}, {6, 7}}};");
+  line("#pragma unroll");
+  line("for (int jj_ = 0; jj_ < 2; ++jj_) {");
+  line("  #pragma unroll");
+  line("  for (int h_ = 0; h_ < 2; ++h_) {");
+  line("    #pragma unroll");
+  line("    for (int e_ = 0; e_ < 2; ++e_) {");
+  line("      const int k_ = kof_[jj_][h_][e_], r_ = lr_ + 8 * h_, c_ = 8 * jj_ + 2 * lq_ + e_;");
+  line("      lb_[k_] = r_ > c_ ? lb_[k_] : 0.0f;");
+  line("      xb_[k_] = r_ == c_ ? 1.0f : 0.0f;");
+  line("    }");
+  line("  }");
+  line("}");
+  line("#pragma unroll");
+  line("for (int s_ = 0; s_ < 16; ++s_) {");
+  ++indent_;
+  line("// Row s of X (lanes (s % 8) * 4 + q, half s / 8) and column s of L (lanes 4 * (l / 4) + (s % 8) / 2).");
+  line("float xk_[2][2], lk_[2];");
+  line("#pragma unroll");
+  line("for (int jj_ = 0; jj_ < 2; ++jj_) {");
+  line("  #pragma unroll");
+  line("  for (int e_ = 0; e_ < 2; ++e_) xk_[jj_][e_] = __shfl_sync(0xffffffffu, xb_[kof_[jj_][s_ / 8][e_]], (s_ % 8) * 4 + lq_);");
+  line("}");
+  line("#pragma unroll");
+  line("for (int h_ = 0; h_ < 2; ++h_) lk_[h_] = __shfl_sync(0xffffffffu, lb_[kof_[s_ / 8][h_][s_ % 2]], lr_ * 4 + (s_ % 8) / 2);");
+  line("#pragma unroll");
+  line("for (int jj_ = 0; jj_ < 2; ++jj_) {");
+  line("  #pragma unroll");
+  line("  for (int h_ = 0; h_ < 2; ++h_) {");
+  line("    #pragma unroll");
+  line("    for (int e_ = 0; e_ < 2; ++e_) xb_[kof_[jj_][h_][e_]] -= lk_[h_] * xk_[jj_][e_];");
+  line("  }");
+  line("}");
+  --indent_;
+  line("}");
+  // dst: the warp's block, zero elsewhere.
+  for (int64_t r = 0; r < lay.regsPerThread(); ++r) {
+    std::string v = "0.0f";
+    for (int64_t w = 0; w < 4; ++w)
+      for (int64_t jj = 0; jj < 2; ++jj)
+        for (int64_t h = 0; h < 2; ++h)
+          for (int64_t e = 0; e < 2; ++e)
+            if (reg[w][jj][h][e] == r) v = fmt::format("(qla_warp == {} ? xb_[{}] : {})", w, k(jj, h, e), v);
+    fragStore(op.getDst(), std::to_string(r), v);
+  }
+  --indent_;
+  line("}");
   return success();
 }
 

@@ -89,6 +89,7 @@ class Emitter {
   mlir::LogicalResult emitGlobalRead(mlir::qla::GlobalReadOp op);
   mlir::LogicalResult emitLoadToShared(mlir::qla::LoadOp op);
   mlir::LogicalResult scratchPointer(mlir::Operation *op, const std::string &name);
+  mlir::LogicalResult emitInvUnitLowerRegisters(mlir::qla::InvUnitLowerOp op);
   mlir::LogicalResult emitWgmmaFence(mlir::ValueRange frags);
 
   // Per-register iteration over a fragment: emits the loop header and binds

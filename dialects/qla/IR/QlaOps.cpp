@@ -280,6 +280,12 @@ LogicalResult VarSetOp::verify() {
   return success();
 }
 
+bool InvUnitLowerOp::inRegisters(int64_t warpgroups) {
+  auto s = getSrc().getType();
+  return warpgroups == 1 && getBlocks() && *getBlocks() == 16 && s.getShape()[0] == 64 &&
+         s.getLayout() == FragType::Acc;
+}
+
 LogicalResult InvUnitLowerOp::verify() {
   auto s = getSrc().getType(), d = getDst().getType();
   if (s.getShape().size() != 2 || s.getShape()[0] != s.getShape()[1])

@@ -247,8 +247,9 @@ def Qla_InvUnitLowerOp : Qla_Op<"inv_unit_lower"> {
   let summary = "dst = (I + strictly_lower(src))^-1 for a square f32 fragment";
   let description = [{
     `qla.inv_unit_lower %l -> %a : !qla.frag<64x64xf32> -> !qla.frag<64x64xf32>`.
-    Computed in f32 by forward substitution through shared memory; only the
-    strictly lower triangle of `src` is read; `dst` is unit lower triangular.
+    Computed in f32 by forward substitution (through shared memory, or in
+    registers: inRegisters); only the strictly lower triangle of `src` is
+    read; `dst` is unit lower triangular.
     With `{blocks = 16}` only the 16 x 16 diagonal blocks are inverted and
     `dst` is zero off them (the block-diagonal factor D of a blocked inverse
     whose off-diagonal part the kernel computes with gemms).
@@ -256,6 +257,13 @@ def Qla_InvUnitLowerOp : Qla_Op<"inv_unit_lower"> {
   let arguments = (ins Qla_FragType:$src, Qla_FragType:$dst, OptionalAttr<I64Attr>:$blocks);
   let assemblyFormat = "$src `->` $dst attr-dict `:` type($src) `->` type($dst)";
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    // With {blocks = 16} on a 64 x 64 accumulator fragment of one warpgroup,
+    // each warp holds one diagonal block whole: it is inverted in registers
+    // with warp shuffles (no shared memory, no barrier). Otherwise through
+    // shared memory (the emitter's scratch, AssignResources' scratchBytes).
+    bool inRegisters(int64_t warpgroups);
+  }];
 }
 
 //===----------------------------------------------------------------------===//

@@ -19,13 +19,23 @@ constexpr int64_t kRegisterFile = 64 * 1024;    // 32-bit registers per SM
 
 int64_t alignTo(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 
+// The warpgroups that execute `op`: its role's, or the kernel's (qla.threads / 128).
+int64_t groupWarpgroups(Operation *op) {
+  if (auto wg = op->getParentOfType<WarpgroupsOp>()) return int64_t(wg.getWgEnd()) - int64_t(wg.getWgBegin()) + 1;
+  if (auto fn = op->getParentOfType<func::FuncOp>())
+    if (auto t = fn->getAttrOfType<IntegerAttr>("qla.threads")) return t.getInt() / 128;
+  return 0;
+}
+
 // Shared scratch (bytes) the emitter needs for `op`: scans and picks stage a
 // vector or one value; the triangular inverse keeps L and X, padded rows.
 int64_t scratchBytes(Operation *op) {
   if (auto s = dyn_cast<ScanOp>(op)) return 4 * s.getSrc().getType().getShape()[0];
   if (isa<FragPickOp>(op)) return 4;
   if (auto inv = dyn_cast<InvUnitLowerOp>(op)) {
-    // With `blocks` only the diagonal blocks, bs x (bs + 1) each (the emitter's layout).
+    // None where the blocks are inverted in registers; with `blocks` only
+    // the diagonal blocks, bs x (bs + 1) each (the emitter's layout).
+    if (inv.inRegisters(groupWarpgroups(op))) return 0;
     int64_t n = inv.getSrc().getType().getShape()[0];
     if (auto bs = inv.getBlocks()) return 2 * 4 * n * (*bs + 1);
     return 2 * 4 * n * (n + 1);

@@ -3,7 +3,7 @@
 // text follows this file unchanged (renamed qla_kernel), then
 // inv_unit_lower_cpu_main.cpp. One std::thread per CUDA thread;
 // __syncthreads() is a barrier over all of them. Only what that kernel needs:
-// no wgmma, TMA, named barriers or shuffles. Compile with
+// no wgmma, TMA or named barriers; shuffles of floats only. Compile with
 // -fno-strict-aliasing (float2 accesses through reinterpret_cast).
 #include <condition_variable>
 #include <cstdint>
@@ -40,6 +40,26 @@ struct SimBarrier {
 };
 static SimBarrier simBarrier;
 static void __syncthreads() { simBarrier.wait(); }
+
+// __shfl_sync over a warp of simulated threads (the register path of
+// inv_unit_lower): every lane of the warp calls it (the kernels' shuffles are
+// warp-uniform), puts its value in the warp's slots, and reads the source
+// lane's after a barrier over the warp; a second barrier before the slots are
+// reused.
+struct SimWarp {
+  SimBarrier bar;
+  float slot[32];
+  SimWarp() { bar.threads = 32; }
+};
+static SimWarp simWarps[32];  // up to 1024 threads
+static float __shfl_sync(unsigned, float v, int srcLane) {
+  SimWarp &w = simWarps[threadIdx.x / 32];
+  w.slot[threadIdx.x % 32] = v;
+  w.bar.wait();
+  const float r = w.slot[srcLane & 31];
+  w.bar.wait();
+  return r;
+}
 
 // Vectorized fragment <-> global copies.
 struct alignas(8) float2 {
