@@ -207,19 +207,28 @@ def make_inputs(torch, F, r, args, seed):
     def randn(*shape):
         return torch.randn(*shape, device=dev, dtype=torch.float32, generator=gen)
 
+    fq = getattr(args, "inputs", "fla") == "flashqla"
     q = F.normalize(randn(1, T, Hqk, K_DIM), p=2, dim=-1).to(bf)
     k = F.normalize(randn(1, T, Hqk, K_DIM), p=2, dim=-1).to(bf)
     v = randn(1, T, Hv, V_DIM).to(bf)
     g = F.logsigmoid(randn(1, T, Hv))
-    beta = torch.sigmoid(randn(1, T, Hv)).to(torch.float32 if args.beta_dtype == "f32" else bf)
+    if fq:
+        # FlashQLA's benchmark (bench_gated_delta_rule.py): g / 16, and a
+        # quarter of the heads (a random choice, here seeded) with g = 0.
+        g = g / 16
+        keep = torch.zeros(Hv, dtype=torch.bool, device=dev)
+        keep[: math.ceil(0.75 * Hv)] = True
+        keep = keep[torch.randperm(Hv, generator=gen, device=dev)]
+        g[:, :, ~keep] = 0.0
+    beta = torch.sigmoid(randn(1, T, Hv)).to(torch.float32 if (fq or args.beta_dtype == "f32") else bf)
     cu = None
-    if len(r["seqlens"]) > 1:
+    if len(r["seqlens"]) > 1 or fq:
         offs = [0]
         for L in r["seqlens"]:
             offs.append(offs[-1] + L)
-        cu = torch.tensor(offs, dtype=torch.int64, device=dev)
+        cu = torch.tensor(offs, dtype=torch.int32 if fq else torch.int64, device=dev)
     N = len(r["seqlens"])
-    h0 = randn(N, Hv, K_DIM, V_DIM) if args.h0 else None
+    h0 = randn(N, Hv, K_DIM, V_DIM) if (args.h0 or fq) else None
     return dict(q=q, k=k, v=v, g=g, beta=beta, cu_seqlens=cu, initial_state=h0)
 
 
@@ -537,11 +546,16 @@ def run_gpu(rows, args):
                       timing=(f"CUDA-graph replay: 3 warm-up calls, {args.calls} calls per graph, median of "
                               f"{args.replays} replays (per-row 'ours_timing'/'fla_timing'/'flashqla_timing'/"
                               f"'flashinfer_timing' say if eager was used)"),
-                      inputs=dict(K=K_DIM, V=V_DIM, qkv="bf16", g="logsigmoid(randn) f32",
-                                  beta=f"sigmoid(randn) {args.beta_dtype}", qk="F.normalize(randn), outside timing",
-                                  scale="K^-0.5", output_final_state=True, h0=bool(args.h0),
-                                  varlen="multi-sequence rows packed, B = 1, int64 cu_seqlens; 1xT rows B = 1 plain",
-                                  seed=args.seed),
+                      inputs=(dict(K=K_DIM, V=V_DIM, qkv="bf16", g="logsigmoid(randn) f32",
+                                   beta=f"sigmoid(randn) {args.beta_dtype}", qk="F.normalize(randn), outside timing",
+                                   scale="K^-0.5", output_final_state=True, h0=bool(args.h0),
+                                   varlen="multi-sequence rows packed, B = 1, int64 cu_seqlens; 1xT rows B = 1 plain",
+                                   seed=args.seed) if args.inputs == "fla" else
+                              dict(kind="FlashQLA's benchmark", K=K_DIM, V=V_DIM, qkv="bf16",
+                                   g="logsigmoid(randn) / 16 f32, a quarter of the heads g = 0",
+                                   beta="sigmoid(randn) f32", qk="F.normalize(randn), outside timing", scale="K^-0.5",
+                                   output_final_state=True, h0=True,
+                                   varlen="B = 1, int32 cu_seqlens for every row (also one sequence)", seed=args.seed)),
                       anchor_conversions=({n: ANCHOR_CONVERSIONS[n] for n, _ in anchor_libs} or None)),
             rows=out_rows,
             geomean=summarize(out_rows))
@@ -713,6 +727,10 @@ def main():
     ap.add_argument("--replays", type=int, default=15, help="graph replays, median taken (default %(default)s)")
     ap.add_argument("--beta-dtype", choices=("bf16", "f32"), default="bf16")
     ap.add_argument("--h0", action="store_true", help="pass a random initial state")
+    ap.add_argument("--inputs", choices=("fla", "flashqla"), default="fla",
+                    help="fla: the inputs above; flashqla: FlashQLA's benchmark inputs (B = 1 with int32 "
+                         "cu_seqlens also for one sequence, an initial state, g = logsigmoid(randn) / 16 with a "
+                         "quarter of the heads at g = 0, beta = sigmoid(randn) f32)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out-dir", default=os.path.join(ROOT, "bench", "results"))
     ap.add_argument("--no-write", action="store_true", help="do not write the .json/.md results")
