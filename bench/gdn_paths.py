@@ -14,6 +14,7 @@ the common reference.
     python3 bench/gdn_paths.py --warm-only ...   # compile the rows' kernels into $QLA_CACHE_DIR (no GPU)
 """
 import argparse
+import functools
 import json
 import os
 import sys
@@ -57,6 +58,9 @@ def main():
     ap.add_argument("--tag", default="", help="a name for this library/variant, printed and written")
     ap.add_argument("--json", help="write the rows here")
     ap.add_argument("--warm-only", action="store_true")
+    ap.add_argument("--fused-segments", type=int, default=0,
+                    help="the fused path with its sequences cut into segments of this many chunks "
+                         "(segment_chunks; the two-kernel path keeps the model's split)")
     args = ap.parse_args()
     rows = gf.select_rows(gf.parse_anchors(args.anchors), args)
     if not rows:
@@ -71,9 +75,12 @@ def main():
     out = []
     for i, r in enumerate(rows):
         inp = gf.make_inputs(torch, F, r, args, args.seed + i)
-        call = gf.make_call(ours, inp)
         res = {}
         for name, val in (("fused", "1"), ("two", "0")):
+            fn = ours
+            if name == "fused" and args.fused_segments:
+                fn = functools.partial(ours, segment_chunks=args.fused_segments)
+            call = gf.make_call(fn, inp)
             o, ht = with_path(val, call)
             torch.cuda.synchronize()
             ms, how, _, err = with_path(val, lambda: gf.measure(torch, call, args))
@@ -94,7 +101,7 @@ def main():
               f"two-kernel {gf.fmt(t['ms'], '7.3f')} ms  ratio {gf.fmt(rec['ratio'], '5.3f')}  "
               f"o rms {o_rms:.2e} max {o_max:.2e}  ht rms {h_rms:.2e}" + (f"  ERR {rec['errors']}" if rec["errors"] else ""),
               flush=True)
-        del inp, call, res
+        del inp, res
         torch.cuda.empty_cache()
     if args.json:
         with open(args.json, "w") as fh:

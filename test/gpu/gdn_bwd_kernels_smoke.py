@@ -124,7 +124,8 @@ def run_case(cs, kernels):
     dhtk = dht if use_dht else torch.zeros(N, HV, K, V, device=dev)
     kk["prep"](k, v, g, beta, cu, W, U, GC, AM)
     kk["state"](q, k, W, U, GC, cu, h0k, O, HT, HS, LS, PH, PL, H, VN, scale, 1 << 30)
-    kk["dh"](q, k, W, do, GC, cu, H, dhtk, DH, DVD, DH0, SD, scale)
+    # One segment per sequence (ls = 2^30): the segment tensors are not touched.
+    kk["dh"](q, k, W, do, GC, cu, H, dhtk, DH, DVD, DH0, SD, HS, LS, PH, PL, scale, 1 << 30)
     kk["dqk"](q, k, VN, DVD, do, GC, cu, H, DH, DQH, DKH, DW, RQ, RK, scale)
     kk["wy"](k, v, beta, GC, AM, cu, DW, DVD, DK2, DV, DB, RW)
     kk["fin"](q, k, cu, DQH, DKH, DK2, RQ, RK, RW, SD, DQ, DK, DG)

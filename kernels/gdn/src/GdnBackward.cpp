@@ -145,6 +145,7 @@ BackwardLayout layoutOf(const BackwardParams &p) {
 struct BackwardKernels {
   op::KernelSlot *prepare = nullptr, *segment = nullptr, *merge = nullptr, *state = nullptr;
   op::KernelSlot *dh = nullptr, *dqk = nullptr, *wy = nullptr, *finish = nullptr;
+  op::KernelSlot *dhSegment = nullptr, *dhMerge = nullptr;  // with a split schedule
 };
 
 std::string key(const BackwardConfig &c) { return c.str(); }
@@ -165,6 +166,8 @@ BackwardKernels kernelsFor(const BackwardConfig &c) {
   bk.merge = &r.slot(opSpec(mergeKernelSpec(c.fwd)));
   bk.state = &r.slot(opSpec(backwardStateKernelSpec(c)));
   bk.dh = &r.slot(opSpec(dhKernelSpec(c)));
+  bk.dhSegment = &r.slot(opSpec(dhSegmentKernelSpec(c)));
+  bk.dhMerge = &r.slot(opSpec(dhMergeKernelSpec(c)));
   bk.dqk = &r.slot(opSpec(dqkKernelSpec(c)));
   bk.wy = &r.slot(opSpec(wyKernelSpec(c)));
   bk.finish = &r.slot(opSpec(finishKernelSpec(c)));
@@ -174,14 +177,21 @@ BackwardKernels kernelsFor(const BackwardConfig &c) {
 }
 
 std::vector<op::KernelSlot *> all(const BackwardKernels &k) {
-  return {k.prepare, k.segment, k.merge, k.state, k.dh, k.dqk, k.wy, k.finish};
+  return {k.prepare, k.segment, k.merge, k.state, k.dhSegment, k.dhMerge, k.dh, k.dqk, k.wy, k.finish};
 }
 
 struct Plan {
   BackwardKernels kernels;
   bool split = false;
-  rt::LaunchArgs prepare, segment, merge, state, dh, dqk, wy, finish;
+  rt::LaunchArgs prepare, segment, merge, state, dhSegment, dhMerge, dh, dqk, wy, finish;
 };
+
+op::Signature dhSignature(const ForwardConfig &fc) {
+  const DType dt = fc.dtype, f32 = DType::F32, bf = DType::BF16, cu = fc.cuDtype;
+  return {{"Q", "Kt", "W", "DO", "GC", "CU", "H", "DHT", "DH", "DVD", "DH0", "SD", "GS", "LS", "PH", "PL"},
+          {dt, dt, dt, dt, f32, cu, dt, f32, dt, dt, f32, f32, f32, f32, bf, bf},
+          2};
+}
 
 // p validated, workspace checked against l = layoutOf(p).
 Plan buildPlan(const BackwardParams &p, const BackwardLayout &l, void *workspace) {
@@ -242,7 +252,15 @@ Plan buildPlan(const BackwardParams &p, const BackwardLayout &l, void *workspace
     plan.segment = args({arg(p.q), arg(p.k), W, U, GC, CU, H0, O, HT, HS, LS, PH, PL, H, VN}, {scale, segChunks});
     plan.merge = args({GC, CU, LS, PH, PL, HS}, {segChunks});
   }
-  plan.dh = args({arg(p.q), arg(p.k), W, arg(p.dout), GC, CU, H, DHT, DH, DVD, DH0, SD}, {scale});
+  // The state gradient's context parallelism reuses the forward's segment
+  // regions (free once the states' recompute is done; same stream): HS takes
+  // the segments' end gradients, LS, PH, PL the reverse pass 1's output.
+  plan.dh = args({arg(p.q), arg(p.k), W, arg(p.dout), GC, CU, H, DHT, DH, DVD, DH0, SD, HS, LS, PH, PL},
+                 {scale, segChunks});
+  if (plan.split) {
+    plan.dhSegment = plan.dh;
+    plan.dhMerge = args({GC, CU, LS, PH, PL, HS}, {segChunks});
+  }
   plan.dqk = args({arg(p.q), arg(p.k), VN, DVD, arg(p.dout), GC, CU, H, DH, DQH, DKH, DW, RQ, RK}, {scale});
   plan.wy = args({arg(p.k), arg(p.v), arg(p.beta), GC, AM, CU, DW, DVD, DK2, arg(p.dv), arg(p.dbeta), RW}, {});
   plan.finish =
@@ -260,9 +278,7 @@ Plan buildPlan(const BackwardParams &p, const BackwardLayout &l, void *workspace
       {plan.kernels.prepare, &plan.prepare, prepareSignature(fc)},
       {plan.kernels.state, &plan.state, stateSignature(fc)},
       {plan.kernels.dh, &plan.dh,
-       {{"Q", "Kt", "W", "DO", "GC", "CU", "H", "DHT", "DH", "DVD", "DH0", "SD"},
-        {dt, dt, dt, dt, f32, cu, dt, f32, dt, dt, f32, f32},
-        1}},
+       dhSignature(fc)},
       {plan.kernels.dqk, &plan.dqk,
        {{"Q", "Kt", "VN", "DVD", "DO", "GC", "CU", "H", "DH", "DQH", "DKH", "DW", "RQ", "RK"},
         {dt, dt, dt, dt, dt, f32, cu, dt, dt, f32, f32, dt, f32, f32},
@@ -279,6 +295,8 @@ Plan buildPlan(const BackwardParams &p, const BackwardLayout &l, void *workspace
   if (plan.split) {
     checks.push_back({plan.kernels.segment, &plan.segment, stateSignature(fc)});
     checks.push_back({plan.kernels.merge, &plan.merge, mergeSignature(fc)});
+    checks.push_back({plan.kernels.dhSegment, &plan.dhSegment, dhSignature(fc)});
+    checks.push_back({plan.kernels.dhMerge, &plan.dhMerge, mergeSignature(fc)});
   }
   for (const Check &ch : checks) {
     const KernelInfo &info = compiled(*ch.k).info();
@@ -300,8 +318,12 @@ void launchBackward(const BackwardParams &p, void *workspace, size_t workspaceBy
     steps.push_back({plan.kernels.segment, &plan.segment});
     steps.push_back({plan.kernels.merge, &plan.merge});
   }
-  for (auto s : {std::pair{plan.kernels.state, &plan.state},
-                 {plan.kernels.dh, &plan.dh},
+  steps.push_back({plan.kernels.state, &plan.state});
+  if (plan.split) {
+    steps.push_back({plan.kernels.dhSegment, &plan.dhSegment});
+    steps.push_back({plan.kernels.dhMerge, &plan.dhMerge});
+  }
+  for (auto s : {std::pair{plan.kernels.dh, &plan.dh},
                  {plan.kernels.dqk, &plan.dqk},
                  {plan.kernels.wy, &plan.wy},
                  {plan.kernels.finish, &plan.finish}})
@@ -373,7 +395,21 @@ KernelSpec dhKernelSpec(const BackwardConfig &c) {
            {"VARLEN", c.fwd.varlen ? "1" : "0"},
            {"L2NORM", c.fwd.l2norm ? "1" : "0"},
            {"HAS_H0", c.dh0 ? "1" : "0"},
-           {"HAS_DHT", c.dht ? "1" : "0"}}};
+           {"HAS_DHT", c.dht ? "1" : "0"},
+           {"PASS", "2"}}};
+}
+
+KernelSpec dhSegmentKernelSpec(const BackwardConfig &c) {
+  KernelSpec s = dhKernelSpec(c);
+  s.defines["HAS_H0"] = "0";  // pass 1 writes segment gradients only
+  s.defines["PASS"] = "1";
+  return s;
+}
+
+KernelSpec dhMergeKernelSpec(const BackwardConfig &c) {
+  KernelSpec s = mergeKernelSpec(c.fwd);
+  s.defines["REVERSE"] = "1";
+  return s;
 }
 
 KernelSpec dqkKernelSpec(const BackwardConfig &c) {
@@ -408,9 +444,10 @@ KernelSpec finishKernelSpec(const BackwardConfig &c) {
 }
 
 std::vector<KernelSpec> backwardKernelSpecs(const BackwardConfig &c) {
-  return {backwardPrepareKernelSpec(c), segmentKernelSpec(c.fwd), mergeKernelSpec(c.fwd),
-          backwardStateKernelSpec(c),   dhKernelSpec(c),          dqkKernelSpec(c),
-          wyKernelSpec(c),              finishKernelSpec(c)};
+  return {backwardPrepareKernelSpec(c), segmentKernelSpec(c.fwd),  mergeKernelSpec(c.fwd),
+          backwardStateKernelSpec(c),   dhSegmentKernelSpec(c),    dhMergeKernelSpec(c),
+          dhKernelSpec(c),              dqkKernelSpec(c),          wyKernelSpec(c),
+          finishKernelSpec(c)};
 }
 
 void warmupBackward(const BackwardConfig &c, bool loadOnGpu) {

@@ -82,9 +82,9 @@ Expected expectedSignature(const KernelSpec &spec, const ForwardConfig &c) {
             {dt, dt, dt, gt, bt, cu, f32, f32, dt, f32},
             {scale, ls}};
   if (spec.file == "gdn_bwd_dh.qla")
-    return {{"Q", "Kt", "W", "DO", "GC", "CU", "H", "DHT", "DH", "DVD", "DH0", "SD"},
-            {dt, dt, dt, dt, f32, cu, dt, f32, dt, dt, f32, f32},
-            {scale}};
+    return {{"Q", "Kt", "W", "DO", "GC", "CU", "H", "DHT", "DH", "DVD", "DH0", "SD", "GS", "LS", "PH", "PL"},
+            {dt, dt, dt, dt, f32, cu, dt, f32, dt, dt, f32, f32, f32, f32, bf, bf},
+            {scale, ls}};
   if (spec.file == "gdn_bwd_dqk.qla")
     return {{"Q", "Kt", "VN", "DVD", "DO", "GC", "CU", "H", "DH", "DQH", "DKH", "DW", "RQ", "RK"},
             {dt, dt, dt, dt, dt, f32, cu, dt, dt, f32, f32, dt, f32, f32},
@@ -798,28 +798,32 @@ TEST_CASE("GDN backward: specializations", "[gdn][kernels][backward]") {
   for (const BackwardConfig &c : all) {
     distinct.insert(c.str());
     std::vector<KernelSpec> specs = qla::gdn::backwardKernelSpecs(c);
-    REQUIRE(specs.size() == 8);
-    const char *roles[] = {"prepare", "segment", "merge", "state", "dh", "dqk", "wy", "finish"};
+    REQUIRE(specs.size() == 10);
+    const char *roles[] = {"prepare", "segment", "merge", "state", "dhseg", "dhmerge", "dh", "dqk", "wy", "finish"};
     for (size_t i = 0; i < specs.size(); ++i) byFile[roles[i]].insert(specs[i].str());
     // The six named ones, in launch order, with the forward's segment and merge.
     CHECK(specs[0].str() == qla::gdn::backwardPrepareKernelSpec(c).str());
     CHECK(specs[1].str() == qla::gdn::segmentKernelSpec(c.fwd).str());
     CHECK(specs[2].str() == qla::gdn::mergeKernelSpec(c.fwd).str());
     CHECK(specs[3].str() == qla::gdn::backwardStateKernelSpec(c).str());
-    CHECK(specs[4].str() == qla::gdn::dhKernelSpec(c).str());
-    CHECK(specs[5].str() == qla::gdn::dqkKernelSpec(c).str());
-    CHECK(specs[6].str() == qla::gdn::wyKernelSpec(c).str());
-    CHECK(specs[7].str() == qla::gdn::finishKernelSpec(c).str());
+    CHECK(specs[4].str() == qla::gdn::dhSegmentKernelSpec(c).str());
+    CHECK(specs[5].str() == qla::gdn::dhMergeKernelSpec(c).str());
+    CHECK(specs[6].str() == qla::gdn::dhKernelSpec(c).str());
+    CHECK(specs[7].str() == qla::gdn::dqkKernelSpec(c).str());
+    CHECK(specs[8].str() == qla::gdn::wyKernelSpec(c).str());
+    CHECK(specs[9].str() == qla::gdn::finishKernelSpec(c).str());
     // The forward's segment and merge kernels are shared; the others are the backward's own.
     CHECK(fwdSpecs.count(specs[1].str()) == 1);
     CHECK(fwdSpecs.count(specs[2].str()) == 1);
-    for (size_t i : {0, 3, 4, 5, 6, 7}) CHECK(fwdSpecs.count(specs[i].str()) == 0);
+    for (size_t i : {0, 3, 4, 5, 6, 7, 8, 9}) CHECK(fwdSpecs.count(specs[i].str()) == 0);
   }
   CHECK(distinct.size() == all.size());
   CHECK(byFile["prepare"].size() == 192);  // the forward's, with SAVE_A
   CHECK(byFile["segment"].size() == 96);
   CHECK(byFile["merge"].size() == 12);
   CHECK(byFile["state"].size() == 96);     // dtype x cu x K x V x L2 norm x initial state
+  CHECK(byFile["dhseg"].size() == 96);     // dtype x cu x K x V x L2 norm x dht (pass 1: no dh0)
+  CHECK(byFile["dhmerge"].size() == 12);   // the forward's merge, REVERSE=1
   CHECK(byFile["dh"].size() == 192);       // dtype x cu x K x V x L2 norm x dh0 x dht
   CHECK(byFile["dqk"].size() == 48);       // dtype x cu x K x V x L2 norm
   CHECK(byFile["wy"].size() == 96);        // ... x beta dtype
@@ -840,7 +844,13 @@ TEST_CASE("GDN backward: specializations", "[gdn][kernels][backward]") {
         "gdn_fwd_state.qla -D CT=i64 -D DK=128 -D DT=bf16 -D DV=128 -D HAS_H0=1 -D L2NORM=0 -D PASS=2 -D SAVE_H=1 "
         "-D STORE_HT=0 -D STORE_O=0 -D VARLEN=1");
   CHECK(qla::gdn::dhKernelSpec(c).str() ==
-        "gdn_bwd_dh.qla -D CT=i64 -D DK=128 -D DT=bf16 -D DV=128 -D HAS_DHT=1 -D HAS_H0=1 -D L2NORM=0 -D VARLEN=1");
+        "gdn_bwd_dh.qla -D CT=i64 -D DK=128 -D DT=bf16 -D DV=128 -D HAS_DHT=1 -D HAS_H0=1 -D L2NORM=0 -D PASS=2 "
+        "-D VARLEN=1");
+  CHECK(qla::gdn::dhSegmentKernelSpec(c).str() ==
+        "gdn_bwd_dh.qla -D CT=i64 -D DK=128 -D DT=bf16 -D DV=128 -D HAS_DHT=1 -D HAS_H0=0 -D L2NORM=0 -D PASS=1 "
+        "-D VARLEN=1");
+  CHECK(qla::gdn::dhMergeKernelSpec(c).str() ==
+        "gdn_fwd_merge.qla -D CT=i64 -D DK=128 -D DV=128 -D REVERSE=1 -D VARLEN=1");
   CHECK(qla::gdn::dqkKernelSpec(c).str() ==
         "gdn_bwd_dqk.qla -D CT=i64 -D DK=128 -D DT=bf16 -D DV=128 -D L2NORM=0 -D VARLEN=1");
   CHECK(qla::gdn::wyKernelSpec(c).str() ==
@@ -875,7 +885,7 @@ TEST_CASE("GDN backward: every specialization compiles through the QLA compiler 
       ++n;
     }
   }
-  CHECK(n == 192 + 96 + 192 + 48 + 96 + 48);
+  CHECK(n == 192 + 96 + 96 + 12 + 192 + 48 + 96 + 48);
   std::printf("gdn backward: %d specializations through the front end in %.1f s\n", n,
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 }

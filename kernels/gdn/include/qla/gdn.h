@@ -235,16 +235,19 @@ BackwardConfig backwardConfig(const BackwardParams &p);
 
 // The backward's kernels, in launch order (the recompute of the forward's
 // chunk factors and states, then the gradients): prepare (SAVE_A=1), with a
-// split the segment and merge kernels, state (SAVE_H=1 STORE_O=0), then
-// gdn_bwd_dh, gdn_bwd_dqk, gdn_bwd_wy, gdn_bwd_finish.
+// split the segment and merge kernels, state (SAVE_H=1 STORE_O=0), with a
+// split gdn_bwd_dh's pass 1 and the reverse merge, then gdn_bwd_dh,
+// gdn_bwd_dqk, gdn_bwd_wy, gdn_bwd_finish.
 KernelSpec backwardPrepareKernelSpec(const BackwardConfig &c);
 KernelSpec backwardStateKernelSpec(const BackwardConfig &c);
-KernelSpec dhKernelSpec(const BackwardConfig &c);
+KernelSpec dhKernelSpec(const BackwardConfig &c);         // PASS=2
+KernelSpec dhSegmentKernelSpec(const BackwardConfig &c);  // PASS=1 (context parallelism)
+KernelSpec dhMergeKernelSpec(const BackwardConfig &c);    // gdn_fwd_merge.qla REVERSE=1
 KernelSpec dqkKernelSpec(const BackwardConfig &c);
 KernelSpec wyKernelSpec(const BackwardConfig &c);
 KernelSpec finishKernelSpec(const BackwardConfig &c);
-// Every kernel spec backward() may launch for c (the six above, plus the
-// forward's segment and merge kernels).
+// Every kernel spec backward() may launch for c (the eight above, plus the
+// forward's segment and merge kernels), in launch order.
 std::vector<KernelSpec> backwardKernelSpecs(const BackwardConfig &c);
 
 // Compiles (and with loadOnGpu and a GPU, loads) the kernels of c.
