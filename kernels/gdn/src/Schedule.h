@@ -48,8 +48,8 @@ struct MachineModel {
   // math warpgroup per 64 columns of V), and the prepare kernel's SM time
   // per chunk and v-head, measured on the H200 (bench/gdn_paths.py,
   // bench/gdn_kernel_split.py, docs/performance.md).
-  double fusedChunkUs = 3.9;
-  double fusedHeadChunkUs = 5.0;
+  double fusedChunkUs = 3.65;
+  double fusedHeadChunkUs = 4.63;
   double prepareChunkHeadUs = 4.58;
 };
 
