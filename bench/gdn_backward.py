@@ -125,6 +125,9 @@ def main():
                          "and time nothing; sets FLA_CACHE_RESULTS=0 so that no autotune choice made here is "
                          "kept for a timed run (run several of these in parallel, one per group of rows)")
     ap.add_argument("--no-qla", action="store_true", help="with --warm-only: FLA only (and FlashQLA with --flashqla)")
+    ap.add_argument("--no-fla", action="store_true",
+                    help="time QLA (and FlashQLA with --flashqla) without FLA: A/B runs of QLA builds, one process per "
+                         "build, where FLA's autotune would cost more device time than the measurement")
     ap.add_argument("--flashqla", action="store_true",
                     help="also time FlashQLA forward + backward (import flash_qla; a measured column beside the "
                          "published one)")
@@ -164,9 +167,11 @@ def main():
         if fq_lib:
             fq_fn = anchors.flashqla_autograd_fn(fq_lib)
     import qla
-    import fla.ops.common.chunk_o as fco
-    fco.TRITON_ABOVE_3_7_1 = True  # FLA's backward on Triton 3.6 (its issue #640; checked correct on the H200)
-    from fla.ops.gated_delta_rule import chunk_gated_delta_rule as fla_fn
+    fla_fn = None
+    if not args.no_fla:
+        import fla.ops.common.chunk_o as fco
+        fco.TRITON_ABOVE_3_7_1 = True  # FLA's backward on Triton 3.6 (its issue #640; checked correct on the H200)
+        from fla.ops.gated_delta_rule import chunk_gated_delta_rule as fla_fn
 
     res = dict(date=datetime.date.today().isoformat(), gpu=torch.cuda.get_device_name(),
                command="python3 " + " ".join(sys.argv), torch=torch.__version__, rows=[], check=args.check)
@@ -214,7 +219,8 @@ def main():
         if args.warm_only:
             if not args.no_qla:
                 step(qla.chunk_gated_delta_rule, cu32)
-            step(fla_fn, cu32.long())
+            if fla_fn is not None:
+                step(fla_fn, cu32.long())
             if fq_fn is not None:
                 try:
                     step(fq_fn, cu32)  # JIT-compiles FlashQLA's kernels into TileLang's disk cache
@@ -228,9 +234,9 @@ def main():
         if args.check:
             step(qla.chunk_gated_delta_rule, cu32)
             mine = [x.grad.clone() for x in leaves]
-        r["fla_ms"] = timed(fla_fn, cu32.long())
+        r["fla_ms"] = timed(fla_fn, cu32.long()) if fla_fn is not None else None
         names = ("dq", "dk", "dv", "dg", "dbeta", "dh0")
-        if args.check:
+        if args.check and fla_fn is not None:
             step(fla_fn, cu32.long())
             ref = [x.grad for x in leaves]
             r["diff"] = {n: ((a.double() - b.double()).pow(2).mean().sqrt()
@@ -240,7 +246,7 @@ def main():
             # FlashQLA forward + backward, timed like the others (int32 cu_seqlens and f32 beta as they are)
             try:
                 r["flashqla_measured_ms"] = timed(fq_fn, cu32)
-                if args.check:
+                if args.check and fla_fn is not None:
                     step(fq_fn, cu32)
                     r["diff_flashqla"] = {n: ((x.grad.double() - b.double()).pow(2).mean().sqrt()
                                               / b.double().pow(2).mean().sqrt()).item()
@@ -249,12 +255,12 @@ def main():
                 r["flashqla_error"] = f"{type(e).__name__}: {str(e).strip()[:300]}"
         res["rows"].append(r)
         fm = r.get("flashqla_measured_ms")
-        print(f"{r['name']:22s} QLA {r['qla_ms']:.3f} ms  FLA {r['fla_ms']:.3f} ms  FLA/QLA "
-              f"{r['fla_ms'] / r['qla_ms']:.2f}  "
+        print(f"{r['name']:22s} QLA {r['qla_ms']:.3f} ms  "
+              + (f"FLA {r['fla_ms']:.3f} ms  FLA/QLA {r['fla_ms'] / r['qla_ms']:.2f}  " if r["fla_ms"] else "")
               + (f"FlashQLA {fm:.3f} ms  QLA/FlashQLA {r['qla_ms'] / fm:.2f}  " if fm else "")
               + (f"FlashQLA FAILED {r['flashqla_error']}  " if r.get("flashqla_error") else "")
               + f"(FlashQLA published [bwd only] {r['flashqla_ms']:.3f})  {time.time() - t0:.0f} s"
-              + (f"  diff {r['diff']}" if args.check else "")
+              + (f"  diff {r['diff']}" if r.get("diff") else "")
               + (f"  FlashQLA diff {r['diff_flashqla']}" if r.get("diff_flashqla") else ""), flush=True)
         write(res, args.out_dir)
         del leaves
