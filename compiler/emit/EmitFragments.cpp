@@ -278,8 +278,14 @@ LogicalResult Emitter::emitStore(StoreOp op) {
   if (isa<FragType>(op.getSrc().getType()))
     return emitFragGlobal(op.getSrc(), op.getDst(), op.getOffsets(), op.getDropped(), op.getLimits(),
                           op.getLimitDims(), /*store=*/true, op.getTranspose());
-  // Shared → global: the group's threads stride over the tile.
+  // Shared → global: by TMA where the tile is one (tmaStoreBox) and the
+  // slice lies whole within the tensor and its limits, else the group's
+  // threads stride over the tile.
   auto src = cast<SharedType>(op.getSrc().getType());
+  std::vector<uint32_t> box;
+  const bool tma = tmaStoreBox(op, box);
+  // The threads' stores to the tile become visible to the TMA unit.
+  if (tma) line("qla::dev::fence_proxy_async_shared();");
   line(groupSync());
   line("{");
   ++indent_;
@@ -287,6 +293,32 @@ LogicalResult Emitter::emitStore(StoreOp op) {
                                 /*forWrite=*/true);
   const int64_t rank = op.getDst().getType().getRank(), eb = elementBytes(gt);
   const bool lastIsCol = !llvm::is_contained(op.getDropped(), rank - 1);
+  if (tma) {
+    std::string whole = a.ok;
+    for (size_t d = 0; d < a.lo.size(); ++d)
+      whole += fmt::format(" && {} <= 0 && {} >= {}", a.lo[d], a.hi[d], src.getShape()[d]);
+    std::string map = tmaParamFor(tensorIndex(op.getDst()), box, swizzleOf(src.getSwizzle()));
+    const int64_t cols = src.getShape().back(), blockCols = box.back(), rows = src.getNumElements() / cols;
+    line(fmt::format("if ({}) {{", whole));
+    ++indent_;
+    line(fmt::format("if (threadIdx.x == {}) {{", group().begin * 128));
+    ++indent_;
+    for (int64_t b = 0; b < cols / blockCols; ++b) {
+      std::string call = fmt::format("qla::dev::tma_store_{}d(&{}, {} + {}", rank, map, name(op.getSrc()), b * rows * blockCols);
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        std::string c = name(op.getOffsets()[d]);
+        if (d == rank - 1 && b) c += fmt::format(" + {}", b * blockCols);
+        call += ", " + c;
+      }
+      line(call + ");");
+    }
+    line("qla::dev::tma_store_commit();");
+    --indent_;
+    line("}");
+    --indent_;
+    line("} else {");
+    ++indent_;
+  }
   if (eb > 0 && src.getShape().size() == 2 && lastIsCol && src.getShape()[1] * eb % 16 == 0 && a.stride.size() == 2) {
     emitSharedGlobalVectors(op.getSrc(), src, a, eb);
   } else {
@@ -295,11 +327,48 @@ LogicalResult Emitter::emitStore(StoreOp op) {
     line(fmt::format("if ({}) *{} = {}[{}];", a.inBounds(idx), a.at(idx), name(op.getSrc()), smemIndex(src, row, col)));
     closeLoop();
   }
+  if (tma) {
+    --indent_;
+    line("}");
+  }
   --indent_;
   line("}");
   return success();
 }
 
+// A shared → global store the TMA unit can do: a swizzled 2-D tile (the
+// layout a TMA load writes, column blocks of the swizzle span), the tensor's
+// contiguous last dim as its columns, the same element type, box extents
+// within 256. `box` gets the box (outermost first, 1 for dropped dims).
+bool Emitter::tmaStoreBox(StoreOp op, std::vector<uint32_t> &box) {
+  auto src = dyn_cast<SharedType>(op.getSrc().getType());
+  if (!src || src.getShape().size() != 2 || !src.getSwizzle()) return false;
+  auto g = op.getDst().getType();
+  const int64_t rank = g.getRank(), eb = elementBytes(src.getElementType());
+  if (g.getElementType() != src.getElementType() || llvm::is_contained(op.getDropped(), rank - 1)) return false;
+  const int64_t cols = src.getShape()[1];
+  int64_t blockCols = cols;
+  if (cols * eb > src.getSwizzle()) {
+    blockCols = src.getSwizzle() / eb;
+    if (cols % blockCols) return false;
+  }
+  box.clear();
+  size_t t = 0;
+  for (int64_t d = 0; d < rank; ++d)
+    box.push_back(llvm::is_contained(op.getDropped(), d) ? 1u : (uint32_t)src.getShape()[t++]);
+  if (t != 2) return false;
+  box.back() = (uint32_t)blockCols;
+  for (uint32_t b : box)
+    if (b > 256) return false;
+  return true;
+}
+
+// Before the group's threads write a tile that a TMA store reads: the issuing
+// thread waits until its stores have read their sources (the barrier that
+// precedes every write to a tile then orders the write after that).
+void Emitter::waitTmaStoreReads(Value tile) {
+  if (tmaStoreSources_.contains(tile)) line(fmt::format("if (threadIdx.x == {}) qla::dev::tma_store_wait<0>();", group().begin * 128));
+}
 
 // A 2-D shared tile to global memory in 16-byte pieces of a row: every tile
 // layout keeps a row's 16-byte chunks whole (swizzles permute chunks), so a
@@ -364,6 +433,7 @@ LogicalResult Emitter::emitCopy(CopyOp op) {
   std::string tn = name(toFrag ? op.getSrc() : op.getDst());
   // Other threads may still read the tile; not a put's slot, which no
   // thread of the role reads (they all waited for it to be empty).
+  if (!toFrag) waitTmaStoreReads(op.getDst());
   if (!toFrag && !op->hasAttr("qla.slot_fill")) line(groupSync());
   if (trans && !toFrag && is16(te) && lay.x4Blocks()) {
     emitStmatrixTrans(op);
@@ -464,6 +534,10 @@ void Emitter::emitStmatrixTrans(CopyOp op) {
 // fenced, then share one barrier.
 bool Emitter::fencedAndSynced(Operation *store) {
   Operation *next = store->getNextNode();
+  // A shared → global store of the tile just written begins with the group's
+  // barrier (and the fence a TMA store needs) itself.
+  if (auto c = dyn_cast<CopyOp>(store))
+    if (auto st = dyn_cast_or_null<StoreOp>(next); st && st.getSrc() == c.getDst()) return true;
   while (isa_and_nonnull<FenceProxyAsyncOp>(next)) {
     next = next->getNextNode();
     if (isa_and_nonnull<BlockSyncOp, NamedBarrierOp>(next)) return true;
@@ -479,6 +553,7 @@ bool Emitter::fencedAndSynced(Operation *store) {
 // tile, converting the dtype through float when it changes.
 LogicalResult Emitter::emitSharedCopy(CopyOp op) {
   auto src = cast<SharedType>(op.getSrc().getType()), dst = cast<SharedType>(op.getDst().getType());
+  waitTmaStoreReads(op.getDst());
   std::vector<std::string> idx = openTileLoop(dst);
   std::string row = idx.size() == 2 ? idx[0] : "0", col = idx.back();
   std::string v = fmt::format("{}[{}]", name(op.getSrc()), smemIndex(src, row, col));
@@ -677,6 +752,7 @@ LogicalResult Emitter::scratchPointer(Operation *op, const std::string &name) {
 LogicalResult Emitter::emitLoadToShared(LoadOp op) {
   auto dst = cast<SharedType>(op.getDst().getType());
   Type gt = op.getSrc().getType().getElementType();
+  waitTmaStoreReads(op.getDst());
   line(groupSync());
   line("{");
   ++indent_;

@@ -39,6 +39,8 @@ std::string floatLiteral(double v) {
   if (s.find_first_of(".e") == std::string::npos) s += ".0";
   return s + "f";
 }
+}  // namespace
+
 Swizzle swizzleOf(unsigned bytes) {
   switch (bytes) {
     case 128: return Swizzle::B128;
@@ -47,7 +49,6 @@ Swizzle swizzleOf(unsigned bytes) {
     default: return Swizzle::None;
   }
 }
-}  // namespace
 
 void Emitter::line(const std::string &s) { lines_.push_back({std::string(indent_ * 2, ' ') + s, curFile_, curLine_}); }
 
@@ -642,7 +643,15 @@ LogicalResult Emitter::emitKernel() {
 
   groups_.push_back({0, threads / 128 - 1, 0});
   indent_ = 1;
+  // TMA stores' sources (through slot views, as a store reads them): writes
+  // to them wait for the stores' reads first (waitTmaStoreReads).
+  fn_.walk([&](StoreOp st) {
+    std::vector<uint32_t> box;
+    if (tmaStoreBox(st, box)) tmaStoreSources_.insert(st.getSrc());
+  });
   if (failed(emitBlock(entry))) return failure();
+  // A CTA must not exit while its TMA stores still read its shared memory.
+  if (!tmaStoreSources_.empty()) line("qla::dev::tma_store_wait<0>();");
 
   // Parameters in launch order: tensor maps (64-byte aligned) first.
   std::vector<std::string> decls;

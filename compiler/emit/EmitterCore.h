@@ -12,6 +12,9 @@
 
 namespace qla::compiler {
 
+// The TMA swizzle mode of a tile's swizzle span in bytes (0: none).
+Swizzle swizzleOf(unsigned bytes);
+
 class Emitter {
  public:
   Emitter(mlir::func::FuncOp fn, KernelInfo &info, bool lineDirectives = false)
@@ -90,6 +93,10 @@ class Emitter {
   mlir::LogicalResult emitLoadToShared(mlir::qla::LoadOp op);
   mlir::LogicalResult scratchPointer(mlir::Operation *op, const std::string &name);
   mlir::LogicalResult emitInvUnitLowerRegisters(mlir::qla::InvUnitLowerOp op);
+  bool tmaStoreBox(mlir::qla::StoreOp op, std::vector<uint32_t> &box);
+  void waitTmaStoreReads(mlir::Value tile);
+  // Shared tiles some TMA store reads (found before emission).
+  llvm::DenseSet<mlir::Value> tmaStoreSources_;
   mlir::LogicalResult emitWgmmaFence(mlir::ValueRange frags);
 
   // Per-register iteration over a fragment: emits the loop header and binds

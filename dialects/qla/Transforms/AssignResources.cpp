@@ -104,13 +104,17 @@ struct AssignResources : ::mlir::qla::impl::QlaAssignResourcesBase<AssignResourc
                 }
             }
             if (isa<TmaLoadOp>(u)) pinned = true;  // see below
+            // A shared → global store may be a TMA store (the emitter's
+            // choice), which reads its source after the barrier that follows.
+            if (auto st = dyn_cast<StoreOp>(u); st && st.getSrc() == v) pinned = true;
             Operation *anc = at ? home->findAncestorOpInBlock(*at) : nullptr;
             endPos = std::max(endPos, anc ? last[anc] : (int64_t)n);
           }
         }
         // A TMA write is issued by one thread with no barrier in front of it
-        // and lands whenever its barrier says so: its destination shares with
-        // nothing (live from the start to the end).
+        // and lands whenever its barrier says so, a TMA store reads its source
+        // until its issuer waits: such tiles share with nothing (live from the
+        // start to the end).
         int64_t beginPos = pinned ? 0 : pos[a];
         if (pinned) endPos = n;
         auto t = a.getType();
