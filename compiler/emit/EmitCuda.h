@@ -21,6 +21,9 @@ struct EmitOptions {
   // `// file.qla:N` per statement instead. The kernel symbol is the same
   // either way (its hash is taken over the text without directives).
   bool lineDirectives = false;
+  // Shared → global copies of a tile of its own by TMA where the slice lies
+  // whole in the tensor (Emitter::tmaStoreBox); off: always by threads.
+  bool tmaStores = true;
 };
 
 // Fails with an error at the offending op (through the MLIR diagnostic

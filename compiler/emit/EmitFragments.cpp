@@ -294,10 +294,19 @@ LogicalResult Emitter::emitStore(StoreOp op) {
   const int64_t rank = op.getDst().getType().getRank(), eb = elementBytes(gt);
   const bool lastIsCol = !llvm::is_contained(op.getDropped(), rank - 1);
   if (tma) {
-    std::string whole = a.ok;
+    // The slice lies whole in the tensor and its limits, and the tensor is
+    // one a tensor map can describe (what encodeTensorMap checks: 16-byte
+    // aligned base, contiguous last dim, other strides positive multiples of
+    // 16 bytes; the map is optional: zeroed where it cannot be encoded).
+    const int ti = tensorIndex(op.getDst());
+    const std::string &tn = tensorNames_[ti];
+    std::string whole = fmt::format("{} && (reinterpret_cast<unsigned long long>({}) & 15) == 0 && {}_stride{} == 1",
+                                    a.ok, tn, tn, rank - 1);
+    for (int64_t d = 0; d + 1 < rank; ++d)
+      whole += fmt::format(" && {0}_stride{1} >= 1 && ({0}_stride{1} * {2}) % 16 == 0", tn, d, eb);
     for (size_t d = 0; d < a.lo.size(); ++d)
       whole += fmt::format(" && {} <= 0 && {} >= {}", a.lo[d], a.hi[d], src.getShape()[d]);
-    std::string map = tmaParamFor(tensorIndex(op.getDst()), box, swizzleOf(src.getSwizzle()));
+    std::string map = tmaParamFor(ti, box, swizzleOf(src.getSwizzle()), /*forStore=*/true);
     const int64_t cols = src.getShape().back(), blockCols = box.back(), rows = src.getNumElements() / cols;
     line(fmt::format("if ({}) {{", whole));
     ++indent_;
@@ -341,8 +350,15 @@ LogicalResult Emitter::emitStore(StoreOp op) {
 // contiguous last dim as its columns, the same element type, box extents
 // within 256. `box` gets the box (outermost first, 1 for dropped dims).
 bool Emitter::tmaStoreBox(StoreOp op, std::vector<uint32_t> &box) {
+  if (!tmaStores_) return false;
   auto src = dyn_cast<SharedType>(op.getSrc().getType());
   if (!src || src.getShape().size() != 2 || !src.getSwizzle()) return false;
+  // A tile of its own (not a channel's or pipeline's slot, which TMA loads
+  // refill behind one elected thread's back), that no TMA load writes.
+  auto alloc = op.getSrc().getDefiningOp<AllocSharedOp>();
+  if (!alloc || alloc.getCount() > 1) return false;
+  for (Operation *u : op.getSrc().getUsers())
+    if (auto l = dyn_cast<TmaLoadOp>(u); l && l.getDst() == op.getSrc()) return false;
   auto g = op.getDst().getType();
   const int64_t rank = g.getRank(), eb = elementBytes(src.getElementType());
   if (g.getElementType() != src.getElementType() || llvm::is_contained(op.getDropped(), rank - 1)) return false;

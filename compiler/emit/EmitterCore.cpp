@@ -221,11 +221,14 @@ int Emitter::tensorIndex(Value g) const {
   return it == tensorOf_.end() ? -1 : it->second;
 }
 
-std::string Emitter::tmaParamFor(int tensor, const std::vector<uint32_t> &box, Swizzle s) {
+std::string Emitter::tmaParamFor(int tensor, const std::vector<uint32_t> &box, Swizzle s, bool forStore) {
   for (auto &p : tmaParams_)
-    if (p.tensor == tensor && p.box == box && p.swizzle == s) return p.name;
+    if (p.tensor == tensor && p.box == box && p.swizzle == s) {
+      p.optional = p.optional && forStore;  // a load needs the map
+      return p.name;
+    }
   std::string n = tensorNames_[tensor] + "_tma" + std::to_string(tmaParams_.size());
-  tmaParams_.push_back({tensor, box, s, n});
+  tmaParams_.push_back({tensor, box, s, n, forStore});
   return n;
 }
 
@@ -661,6 +664,7 @@ LogicalResult Emitter::emitKernel() {
     pi.index = p.tensor;
     pi.box = p.box;
     pi.swizzle = p.swizzle;
+    pi.optional = p.optional;
     info_.params.push_back(pi);
     decls.push_back("const __grid_constant__ qla::dev::TensorMap " + p.name);
   }

@@ -17,8 +17,8 @@ Swizzle swizzleOf(unsigned bytes);
 
 class Emitter {
  public:
-  Emitter(mlir::func::FuncOp fn, KernelInfo &info, bool lineDirectives = false)
-      : fn_(fn), info_(info), lineDirectives_(lineDirectives) {}
+  Emitter(mlir::func::FuncOp fn, KernelInfo &info, bool lineDirectives = false, bool tmaStores = true)
+      : fn_(fn), info_(info), lineDirectives_(lineDirectives), tmaStores_(tmaStores) {}
   mlir::LogicalResult emitKernel();
   std::string takeSource() { return std::move(source_); }
 
@@ -123,6 +123,7 @@ class Emitter {
   mlir::func::FuncOp fn_;
   KernelInfo &info_;
   bool lineDirectives_ = false;
+  bool tmaStores_ = true;
   std::string source_;
   // The body, a line at a time with the .qla position it came from (line 0:
   // generated scaffolding), rendered with comments or #line directives.
@@ -152,11 +153,12 @@ class Emitter {
     std::vector<uint32_t> box;
     Swizzle swizzle;
     std::string name;
+    bool optional = false;  // only TMA stores use it (ParamInfo::optional)
   };
   std::vector<TmaParam> tmaParams_;
   std::vector<std::string> tensorNames_;
   llvm::DenseMap<mlir::Value, int> tensorOf_;
-  std::string tmaParamFor(int tensor, const std::vector<uint32_t> &box, Swizzle s);
+  std::string tmaParamFor(int tensor, const std::vector<uint32_t> &box, Swizzle s, bool forStore = false);
   mlir::LogicalResult emitTmaLoad(mlir::qlanv::TmaLoadOp op);
 };
 

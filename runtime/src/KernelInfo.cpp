@@ -346,6 +346,7 @@ std::string KernelInfo::serialize() const {
       os << " box=";
       for (size_t i = 0; i < p.box.size(); ++i) os << (i ? "," : "") << p.box[i];
       os << " swizzle=" << int(p.swizzle);
+      if (p.optional) os << " optional";
     }
     os << "\n";
   }
@@ -462,8 +463,10 @@ bool KernelInfo::deserialize(const std::string &text, KernelInfo &out, std::stri
             if (!parseInt(w[i].substr(8), 0, 3, v))
               return fail("swizzle must be 0..3 (none, 32B, 64B, 128B)", lineNo, line);
             p.swizzle = Swizzle(v);
+          } else if (w[i] == "optional" && !p.optional) {
+            p.optional = true;
           } else {
-            return fail("unexpected '" + w[i] + "' (expected box=... swizzle=N once each)",
+            return fail("unexpected '" + w[i] + "' (expected box=... swizzle=N once each, optionally 'optional')",
                         lineNo, line);
           }
         }

@@ -207,6 +207,13 @@ TEST_CASE("KernelInfo rejects malformed text with the line", "[runtime][kernelin
   std::string withParams = replaceLine(kMinimal, "dim M\n", "dim M\n@\n");
   auto withParam = [&](const std::string &p) { return replaceLine(withParams, "@", p); };
   REQUIRE(KernelInfo::deserialize(withParam("param tmap 0 box=64 swizzle=3"), ok, err));
+  CHECK_FALSE(ok.params.back().optional);
+  // A store-only map (ParamInfo::optional) round trips.
+  REQUIRE(KernelInfo::deserialize(withParam("param tmap 0 box=64 swizzle=3 optional"), ok, err));
+  REQUIRE(ok.params.back().optional);
+  CHECK(ok.serialize().find("param tmap 0 box=64 swizzle=3 optional\n") != std::string::npos);
+  e = parseError(withParam("param tmap 0 box=64 swizzle=3 optional optional"));
+  CHECK(e.find("unexpected 'optional'") != std::string::npos);
   REQUIRE(KernelInfo::deserialize(withParam("param stride 0 0"), ok, err));
   e = parseError(withParam("param tmap 1 box=64"));
   CHECK(e.find("line 4") != std::string::npos);

@@ -24,6 +24,9 @@ struct CompileOptions {
   // partial waits (qla-lower-to-qlanv{partial-waits}; docs/internals.md). Off
   // by default; QLA_PARTIAL_WAITS=1 turns it on for JIT compiles.
   bool partialWaits = false;
+  // Shared → global copies of a role's own tiles by TMA where the slice lies
+  // whole in the tensor (docs/internals.md); false: always by threads.
+  bool tmaStores = true;
 };
 
 // The NVRTC option that puts line info into the cubin (same as nvcc -lineinfo).

@@ -57,6 +57,11 @@ struct ParamInfo {
   // dims; a box extent of 1 on a dim is allowed), and the shared-memory swizzle.
   std::vector<uint32_t> box;
   Swizzle swizzle = Swizzle::None;
+  // TensorMap only: read by TMA stores alone, each behind an in-kernel check
+  // of what encoding needs (aligned base and strides, contiguous last dim):
+  // a tensor the map cannot describe gets a zeroed map, not an error (the
+  // kernel then copies with threads). "optional" in the text form.
+  bool optional = false;
 };
 
 struct KernelInfo {
