@@ -26,6 +26,13 @@
 // must agree with the element size and shape; swizzle=S is printed so that
 // each RUN line states the layout it covers.
 //
+// Built with -DSIM_TMA (a kernel emitted with TMA stores, tma_store_cpu.h
+// before it): the kernel takes Y's tensor map first, filled here as the
+// runtime would (null where encodeTensorMap would refuse Y); where the kernel
+// takes its TMA path the stores are counted (tma=N, one per column block of
+// the tile) and Y's thread copy must not run (no Y: path, no uint4 move);
+// the bytes of Y are checked the same way either way.
+//
 // Usage: sim cu=KERNEL.cu rows=ROWS cols=COLS [KEY=VALUE ...] with keys T H D (Y's dims,
 // default 256 3 160), t1 h1 c1 eos ecol (the kernel's scalars, default 16 1
 // 16, no limits), and for X and Y: N.s=S0,S1,... (strides, default packed)
@@ -97,11 +104,28 @@ int main(int argc, char **argv) {
   std::memset(qla_smem_raw, 0x5A, QLA_SMEM_BYTES + kSimSmemGuard);
   const unsigned nthreads = unsigned(rows / 64 * 128);
   simBarrier.threads = nthreads;
+#ifdef SIM_TMA
+  // Y's map as the runtime encodes it: box (rows, 1, one column block).
+  qla::dev::TensorMap ymap;
+  const long long eb = (long long)sizeof(Elem), blockCols = swizzle && cols * eb > swizzle ? swizzle / eb : cols;
+  bool encodable = (reinterpret_cast<std::uintptr_t>(Y.ptr()) & 15u) == 0 && Y.strides[2] == 1;
+  for (int d = 0; d < 2; ++d) encodable = encodable && Y.strides[d] >= 1 && Y.strides[d] * eb % 16 == 0;
+  ymap.base = encodable ? reinterpret_cast<unsigned char *>(Y.ptr()) : nullptr;
+  ymap.rank = 3;
+  ymap.eb = int(eb);
+  ymap.swizzle = swizzle;
+  const long long ydims[3] = {T, H, D};
+  const unsigned ybox[3] = {unsigned(rows), 1u, unsigned(blockCols)};
+  for (int d = 0; d < 3; ++d) ymap.dims[d] = ydims[d], ymap.strides[d] = Y.strides[d], ymap.box[d] = ybox[d];
+#define QLA_SIM_MAP ymap,
+#else
+#define QLA_SIM_MAP
+#endif
   std::vector<std::thread> threads;
   for (unsigned t = 0; t < nthreads; ++t)
     threads.emplace_back([&, t] {
       threadIdx.x = t;
-      qla_kernel(X.ptr(), Y.ptr(), X.strides[0], X.strides[1], Y.strides[0], Y.strides[1], Y.strides[2],  //
+      qla_kernel(QLA_SIM_MAP X.ptr(), Y.ptr(), X.strides[0], X.strides[1], Y.strides[0], Y.strides[1], Y.strides[2],  //
                  int(rows), int(cols), int(T), int(H), int(D),                                            //
                  int(t1), int(h1), int(c1), int(eos), int(ecol));
       qla_sim_publish_vec(t);
@@ -112,11 +136,23 @@ int main(int argc, char **argv) {
   int guardWrites = 0;
   for (unsigned i = 0; i < kSimSmemGuard; ++i) guardWrites += qla_smem_raw[QLA_SMEM_BYTES + i] != 0x5A;
   // The recorded choices, in the kernel's order: X's paired load, Y's store.
-  const std::string vec = qla_sim_vec_summary({"X", "Y"}, {"pair", "vec16"});
-  const bool yVec = vec.size() > 8 && vec.compare(vec.size() - 8, 8, ",Y:vec16") == 0;
+#ifdef SIM_TMA
+  // The TMA path: one store per column block, and Y's thread copy not run
+  // (its path is never noted).
+  const long long tma = qla::dev::simTmaStores;
+  std::string vec = tma ? qla_sim_vec_summary({"X"}, {"pair"}) : qla_sim_vec_summary({"X", "Y"}, {"pair", "vec16"});
+  bool yPath = tma ? tma == cols / blockCols && vec.find(",Y:") == std::string::npos
+                   : vec.find(",Y:") != std::string::npos;
+  if (tma && !yPath) std::fprintf(stderr, "Y: %lld TMA stores, want %lld\n", tma, cols / blockCols);
+  vec += " tma=" + std::to_string(tma);
+#else
+  std::string vec = qla_sim_vec_summary({"X", "Y"}, {"pair", "vec16"});
+  const bool yPath = vec.find(",Y:") != std::string::npos;
+#endif
+  const bool yVec = vec.find(",Y:vec16") != std::string::npos;
   const long long u4 = simU4Moves, wantU4 = yVec ? fullChunks : 0;
   if (u4 != wantU4) std::fprintf(stderr, "Y: %lld 16-byte moves, want %lld\n", u4, wantU4);
-  const bool ok = badY + badIn + guardWrites == 0 && vec.find(",Y:") != std::string::npos && u4 == wantU4 &&
+  const bool ok = badY + badIn + guardWrites == 0 && yPath && u4 == wantU4 &&
                   simU4Misaligned + simU4BadSrc + simU4BadDst == 0;
   std::printf("dt=%s rows=%lld cols=%lld threads=%u swizzle=%d vec=%s stored=Y:%lld chunks=full:%lld,part:%lld u4=%lld "
               "bad=Y:%d,in:%d u4_bad=align:%lld,src:%lld,dst:%lld smem_writes=%d %s\n",
