@@ -51,6 +51,13 @@ std::vector<op::NamedTensor> namedTensors(const ForwardParams &p, const char *oN
 // Workspace layout
 //===----------------------------------------------------------------------===//
 
+// QLA_GDN_FUSED_BV=64 (or =V) asks the fused kernel for 64-wide V slices (or
+// whole heads) per CTA, for tests and benchmarks; unset: the model's choice.
+int64_t fusedBvFromEnvironment() {
+  const char *e = std::getenv("QLA_GDN_FUSED_BV");
+  return e && *e ? std::atoll(e) : 0;
+}
+
 // Regions W, U, GC (then HS, LS, PH, PL with a split) of `ws`, each 256-byte
 // aligned. GC is [B, Hv, gcSlots] f32: γ of chunk c of a sequence lives in slot
 // (bos / C + n + c) of C values (varlen; n the sequence index) or slot c
@@ -59,13 +66,6 @@ std::vector<op::NamedTensor> namedTensors(const ForwardParams &p, const char *oN
 // With a split schedule (context parallelism), HS and LS are [NZ, Hv, K, V]
 // f32 (segment start and end states) and PH, PL [NZ, Hv, K, K] bf16 (the
 // segments' state transitions as hi + lo), NZ the schedule's segment ids.
-// QLA_GDN_FUSED_BV=64 (or =V) asks the fused kernel for 64-wide V slices (or
-// whole heads) per CTA, for tests and benchmarks; unset: the model's choice.
-int64_t fusedBvFromEnvironment() {
-  const char *e = std::getenv("QLA_GDN_FUSED_BV");
-  return e && *e ? std::atoll(e) : 0;
-}
-
 WorkspaceLayout addForwardRegions(op::WorkspacePlanner &ws, DType dtype, int64_t B, int64_t T, int64_t Hv,
                                   int64_t K, int64_t V, int64_t numSequences, int64_t segmentChunks,
                                   int fusedMode) {
@@ -609,10 +609,12 @@ namespace {
 void warmupConfig(const ForwardConfig &c, bool loadOnGpu) {
   checkConfig(c);
   ConfigKernels ck = kernelsFor(c);
-  for (op::KernelSlot *k : {ck.prepare, ck.state, ck.segment, ck.merge, ck.fused, ck.fusedSlice}) compiled(*k);
+  const std::initializer_list<op::KernelSlot *> slots = {ck.prepare, ck.state, ck.segment,
+                                                          ck.merge,   ck.fused, ck.fusedSlice};
+  for (op::KernelSlot *k : slots) compiled(*k);
   if (loadOnGpu && rt::gpuAvailable()) {
     CUcontext ctx = op::currentOrPrimaryContext();
-    for (op::KernelSlot *k : {ck.prepare, ck.state, ck.segment, ck.merge, ck.fused, ck.fusedSlice}) registry().loaded(*k, ctx);
+    for (op::KernelSlot *k : slots) registry().loaded(*k, ctx);
   }
 }
 

@@ -111,17 +111,25 @@ Schedule forwardSchedule(const ForwardShape &s, const MachineModel &m, int64_t f
     const double step = bv < s.V ? m.fusedChunkUs : m.fusedHeadChunkUs;
     return double(cdiv(units, m.sms)) * (double(c.chunks) * step + m.waveStartUs);
   };
-  // The slice for the scenarios: the one whose worse ratio to the better is smaller.
+  // Of two choices timed by a(c) and b(c), whether a's worse ratio to the
+  // better one, over the scenarios, is smaller than b's (ties: false).
+  auto aWins = [&](auto a, auto b) {
+    double ra = 0, rb = 0;
+    for (const Scenario &c : scen) {
+      const double x = a(c), y = b(c);
+      ra = std::max(ra, x / std::min(x, y));
+      rb = std::max(rb, y / std::min(x, y));
+    }
+    return ra < rb;
+  };
+  // The slice for the scenarios, as for the path below.
   const int64_t fusedBv = [&] {
     if (s.V <= 64) return s.V;
     if (forceBv == 64 || forceBv == s.V) return forceBv;
-    double rs = 0, rh = 0;
-    for (const Scenario &c : scen) {
-      const double a = fusedBvUs(c, 64), b = fusedBvUs(c, s.V);
-      rs = std::max(rs, a / std::min(a, b));
-      rh = std::max(rh, b / std::min(a, b));
-    }
-    return rh <= rs ? s.V : int64_t(64);
+    return aWins([&](const Scenario &c) { return fusedBvUs(c, 64); },
+                 [&](const Scenario &c) { return fusedBvUs(c, s.V); })
+               ? int64_t(64)
+               : s.V;
   }();
   auto fusedUs = [&](const Scenario &c) { return fusedBvUs(c, fusedBv); };
   // The fused path splits only when forced.
@@ -138,15 +146,10 @@ Schedule forwardSchedule(const ForwardShape &s, const MachineModel &m, int64_t f
   } else if (fusedMode == 0 && force <= 0) {
     // As for the split: the path whose worse ratio to the better path, over
     // the scenarios, is smaller.
-    double rf = 0, rt = 0;
-    for (const Scenario &c : scen) {
-      const double f = fusedUs(c), t = prepareUs(c) + cost(c.seqs, c.chunks, best.segChunks);
-      rf = std::max(rf, f / std::min(f, t));
-      rt = std::max(rt, t / std::min(f, t));
-    }
+    auto twoKernelUs = [&](const Scenario &c) { return prepareUs(c) + cost(c.seqs, c.chunks, best.segChunks); };
     best.fusedUs = fusedUs(scen[0]);
     best.twoKernelUs = prepareUs(scen[0]) + best.predictedUs;
-    if (rf < rt) goFused();
+    if (aWins(fusedUs, twoKernelUs)) goFused();
   }
   return best;
 }

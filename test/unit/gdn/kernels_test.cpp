@@ -457,21 +457,36 @@ TEST_CASE("GDN: launch plans match the compiled kernels", "[gdn][kernels][nvrtc]
   }
 }
 
-TEST_CASE("GDN: context-parallel launch plans", "[gdn][kernels][nvrtc]") {
-  if (!kernelsPresent()) return;
-  for (bool varlen : {false, true}) {
-    INFO("varlen " << varlen);
-    Shape s;
+// The launch-plan tests' call: two sequences of 1000 tokens, or three packed
+// ones (cu_seqlens 0, 1, 700, 1000, also on the host), 2/4 heads, K = V = 128,
+// an initial and a final state. Not copyable: p points at offs.
+struct PlanCall {
+  std::vector<int64_t> offs = {0, 1, 700, 1000};
+  Shape s;
+  ForwardParams p;
+  int64_t N = 0;
+  explicit PlanCall(bool varlen) {
     s.B = varlen ? 1 : 2;
     s.T = 1000;
     s.Hqk = 2;
     s.Hv = 4;
-    std::vector<int64_t> offs = {0, 1, 700, 1000};
-    ForwardParams p = varlen ? varlenParams(offs, DType::I32, s) : validParams(s);
+    p = varlen ? varlenParams(offs, DType::I32, s) : validParams(s);
     if (varlen) p.cu_seqlens_host = offs.data();
-    const int64_t N = varlen ? 3 : 2, T = p.q.shape[1], Hv = 4, K = 128, V = 128;
+    N = varlen ? 3 : 2;
     p.initial_state = stateRef(6, N, s);
     p.final_state = stateRef(7, N, s);
+  }
+  PlanCall(const PlanCall &) = delete;
+  PlanCall &operator=(const PlanCall &) = delete;
+};
+
+TEST_CASE("GDN: context-parallel launch plans", "[gdn][kernels][nvrtc]") {
+  if (!kernelsPresent()) return;
+  for (bool varlen : {false, true}) {
+    INFO("varlen " << varlen);
+    PlanCall call(varlen);
+    ForwardParams &p = call.p;
+    const int64_t N = call.N, T = p.q.shape[1], Hv = 4, K = 128, V = 128;
     p.fused = -1;
     p.segment_chunks = 3;
     const size_t n = qla::gdn::forwardWorkspaceBytes(p);
@@ -524,70 +539,60 @@ TEST_CASE("GDN: context-parallel launch plans", "[gdn][kernels][nvrtc]") {
 TEST_CASE("GDN: fused launch plans", "[gdn][kernels][nvrtc]") {
   if (!kernelsPresent()) return;
   // QLA_GDN_FUSED_BV: unset (the model: 64-wide slices for these few heads), 64, whole heads.
-  for (const char *bvEnv : {"", "64", "128"}) {
-  for (bool varlen : {false, true}) {
-    for (int64_t seg : {int64_t(-1), int64_t(3)}) {
-      INFO("QLA_GDN_FUSED_BV '" << bvEnv << "', varlen " << varlen << ", segment_chunks " << seg);
-      if (*bvEnv) ::setenv("QLA_GDN_FUSED_BV", bvEnv, 1);
-      else ::unsetenv("QLA_GDN_FUSED_BV");
-      const int64_t bv = std::string(bvEnv) == "128" ? 128 : 64;
-      Shape s;
-      s.B = varlen ? 1 : 2;
-      s.T = 1000;
-      s.Hqk = 2;
-      s.Hv = 4;
-      std::vector<int64_t> offs = {0, 1, 700, 1000};
-      ForwardParams p = varlen ? varlenParams(offs, DType::I32, s) : validParams(s);
-      if (varlen) p.cu_seqlens_host = offs.data();
-      const int64_t N = varlen ? 3 : 2, T = p.q.shape[1], Hv = 4, V = 128;
-      p.initial_state = stateRef(6, N, s);
-      p.final_state = stateRef(7, N, s);
-      p.segment_chunks = seg;
-      p.fused = 1;
-      const size_t n = qla::gdn::forwardWorkspaceBytes(p);
-      qla::gdn::LaunchPlan plan;
-      try {
-        plan = qla::gdn::planForward(p, fakeWorkspace(), n);
-      } catch (const std::exception &e) {
-        FAIL(e.what());
+  for (const char *bvEnv : {"", "64", "128"})
+    for (bool varlen : {false, true})
+      for (int64_t seg : {int64_t(-1), int64_t(3)}) {
+        INFO("QLA_GDN_FUSED_BV '" << bvEnv << "', varlen " << varlen << ", segment_chunks " << seg);
+        if (*bvEnv) ::setenv("QLA_GDN_FUSED_BV", bvEnv, 1);
+        else ::unsetenv("QLA_GDN_FUSED_BV");
+        const int64_t bv = std::string(bvEnv) == "128" ? 128 : 64;
+        PlanCall call(varlen);
+        ForwardParams &p = call.p;
+        const int64_t N = call.N, T = p.q.shape[1], Hv = 4, V = 128;
+        p.segment_chunks = seg;
+        p.fused = 1;
+        const size_t n = qla::gdn::forwardWorkspaceBytes(p);
+        qla::gdn::LaunchPlan plan;
+        try {
+          plan = qla::gdn::planForward(p, fakeWorkspace(), n);
+        } catch (const std::exception &e) {
+          FAIL(e.what());
+        }
+        REQUIRE(plan.fused);
+        ForwardConfig c = qla::gdn::forwardConfig(p);
+        checkSignature(plan.fusedSpec, c, plan.fusedInfo);
+        CHECK(plan.fusedSpec.file == "gdn_fwd_fused.qla");
+        CHECK(plan.stateSpec.file.empty());  // the state kernel does not run
+        const bool split = seg > 0;
+        CHECK(plan.split == split);
+        // Prepare runs only for pass 1 of a split.
+        CHECK(plan.prepareSpec.file == (split ? "gdn_fwd_prepare.qla" : ""));
+        const int64_t NZ = !split ? (varlen ? N + 1 : 2)
+                                  : (varlen ? N + cdiv(cdiv(T, 64) + N, 3) : 2 * cdiv(cdiv(T, 64), 3));
+        // One CTA per V slice, v-head and segment id.
+        CHECK(plan.fusedGrid == std::array<int64_t, 3>{V / bv, Hv, NZ});
+        CHECK(plan.fusedSpec.defines.count("BV") == (bv == 64 ? 1u : 0u));
+        auto &ft = plan.fusedArgs.tensors;
+        REQUIRE(ft.size() == 10);
+        CHECK(ft[0].data == p.q.data);
+        CHECK(ft[1].data == p.k.data);
+        CHECK(ft[2].data == p.v.data);
+        CHECK(ft[3].data == p.g.data);
+        CHECK(ft[4].data == p.beta.data);
+        CHECK(ft[6].data == p.initial_state->data);
+        CHECK(ft[8].data == p.o.data);
+        CHECK(ft[9].data == p.final_state->data);
+        char *ws = static_cast<char *>(fakeWorkspace());
+        if (split) {
+          CHECK(ft[7].data == plan.merge.tensors[5].data);  // HS: the merge's start states
+          CHECK(ft[7].shape[0] == NZ);
+        } else {
+          CHECK(ft[7].data == ws + n - 256);  // the dummy: no segment states
+        }
+        REQUIRE(plan.fusedArgs.scalars.size() == 2);
+        CHECK(plan.fusedArgs.scalars[0] == Approx(1.0 / std::sqrt(128.0)));
+        CHECK(plan.fusedArgs.scalars[1] == (split ? 3.0 : double(int64_t(1) << 30)));
       }
-      REQUIRE(plan.fused);
-      ForwardConfig c = qla::gdn::forwardConfig(p);
-      checkSignature(plan.fusedSpec, c, plan.fusedInfo);
-      CHECK(plan.fusedSpec.file == "gdn_fwd_fused.qla");
-      CHECK(plan.stateSpec.file.empty());  // the state kernel does not run
-      const bool split = seg > 0;
-      CHECK(plan.split == split);
-      // Prepare runs only for pass 1 of a split.
-      CHECK(plan.prepareSpec.file == (split ? "gdn_fwd_prepare.qla" : ""));
-      const int64_t NZ = !split ? (varlen ? N + 1 : 2)
-                                : (varlen ? N + cdiv(cdiv(T, 64) + N, 3) : 2 * cdiv(cdiv(T, 64), 3));
-      // One CTA per V slice, v-head and segment id.
-      CHECK(plan.fusedGrid == std::array<int64_t, 3>{V / bv, Hv, NZ});
-      CHECK(plan.fusedSpec.defines.count("BV") == (bv == 64 ? 1u : 0u));
-      auto &ft = plan.fusedArgs.tensors;
-      REQUIRE(ft.size() == 10);
-      CHECK(ft[0].data == p.q.data);
-      CHECK(ft[1].data == p.k.data);
-      CHECK(ft[2].data == p.v.data);
-      CHECK(ft[3].data == p.g.data);
-      CHECK(ft[4].data == p.beta.data);
-      CHECK(ft[6].data == p.initial_state->data);
-      CHECK(ft[8].data == p.o.data);
-      CHECK(ft[9].data == p.final_state->data);
-      char *ws = static_cast<char *>(fakeWorkspace());
-      if (split) {
-        CHECK(ft[7].data == plan.merge.tensors[5].data);  // HS: the merge's start states
-        CHECK(ft[7].shape[0] == NZ);
-      } else {
-        CHECK(ft[7].data == ws + n - 256);  // the dummy: no segment states
-      }
-      REQUIRE(plan.fusedArgs.scalars.size() == 2);
-      CHECK(plan.fusedArgs.scalars[0] == Approx(1.0 / std::sqrt(128.0)));
-      CHECK(plan.fusedArgs.scalars[1] == (split ? 3.0 : double(int64_t(1) << 30)));
-    }
-  }
-  }
   ::unsetenv("QLA_GDN_FUSED_BV");
 }
 
