@@ -1,5 +1,6 @@
 // Resource assignment: the shared-memory arena and register budgets.
 #include "dialects/qla/Transforms/Passes.h"
+#include "dialects/qla/Transforms/TmaStores.h"
 
 #include <functional>
 
@@ -104,9 +105,10 @@ struct AssignResources : ::mlir::qla::impl::QlaAssignResourcesBase<AssignResourc
                 }
             }
             if (isa<TmaLoadOp>(u)) pinned = true;  // see below
-            // A shared → global store may be a TMA store (the emitter's
-            // choice), which reads its source after the barrier that follows.
-            if (auto st = dyn_cast<StoreOp>(u); st && st.getSrc() == v) pinned = true;
+            // A store the emitter may do by TMA (tmaStoreCandidate; with
+            // --no-tma-stores too) reads its source after the barrier that
+            // follows it.
+            if (auto st = dyn_cast<StoreOp>(u); st && st.getSrc() == v && tmaStoreCandidate(st)) pinned = true;
             Operation *anc = at ? home->findAncestorOpInBlock(*at) : nullptr;
             endPos = std::max(endPos, anc ? last[anc] : (int64_t)n);
           }

@@ -766,6 +766,43 @@ void compileBackwardSpillFree(const std::vector<BackwardConfig> &configs) {
 
 }  // namespace
 
+// The fused forward's specializations for FlashQLA's benchmark inputs (bf16,
+// f32 gate and beta, varlen, an initial state, the final state), whole head
+// and 64-wide slices: ptxas pipelines their wgmma. Below 192 registers for
+// math at BV = 128 it serializes every product of the kernel (its C7512,
+// "wgmma.mma_async instructions are serialized due to insufficient register
+// resources"), which the budgets in gdn_fwd_fused.qla are chosen to avoid.
+TEST_CASE("GDN fused forward: wgmma not serialized by ptxas", "[gdn][kernels][nvrtc]") {
+  ForwardConfig c;
+  c.dtype = DType::BF16;
+  c.betaDtype = DType::F32;
+  c.gDtype = DType::F32;
+  c.varlen = true;
+  c.initialState = true;
+  c.finalState = true;
+  for (int64_t bv : {int64_t(128), int64_t(64)}) {
+    KernelSpec spec = qla::gdn::fusedKernelSpec(c, bv);
+    INFO(spec.str());
+    qla::CompileOptions o;
+    o.defines = spec.defines;
+    qla::CompiledKernel k;
+    std::vector<std::string> diags;
+    bool ok = qla::compileQla(*qla::gdn::embeddedKernelSource(spec.file), "kernels/gdn/" + spec.file, o, k, diags);
+    INFO(joined(diags));
+    REQUIRE(ok);
+    qla::rt::NvrtcOptions no;
+    no.arch = "sm_90a";
+    no.extra = {"--ptxas-options=-v"};
+    qla::rt::NvrtcResult r = qla::rt::compileCuda(k.cuda, k.info.name, no);
+    INFO(r.error);
+    REQUIRE(r.ok);
+    INFO("NVRTC log:\n" << r.log);
+    REQUIRE(parsePtxas(r.log, k.info.name).found);
+    CHECK(r.log.find("C7512") == std::string::npos);
+    CHECK(r.log.find("serialized") == std::string::npos);
+  }
+}
+
 TEST_CASE("ptxas report parser (spill bytes)", "[gdn][kernels]") {
   std::string log =
       "ptxas info    : 0 bytes gmem\n"
