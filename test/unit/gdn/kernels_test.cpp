@@ -705,10 +705,28 @@ PtxasReport parsePtxas(const std::string &log, const std::string &kernel) {
   return r;
 }
 
-// Compiles each distinct kernel spec of `configs` with the QLA compiler and
-// NVRTC to an sm_90a cubin with ptxas -v (no kernel cache: ptxas runs for
-// every one), checks its signature and that it spills nothing; prints one
-// line per kernel (registers, spills, shared memory, time).
+// One kernel spec through the QLA compiler into `k`, then NVRTC to an sm_90a
+// cubin with ptxas -v (no kernel cache: ptxas runs every time; its report
+// is in the result's log).
+qla::rt::NvrtcResult compileWithPtxasReport(const KernelSpec &spec, qla::CompiledKernel &k) {
+  qla::CompileOptions o;
+  o.defines = spec.defines;
+  std::vector<std::string> diags;
+  bool ok = qla::compileQla(*qla::gdn::embeddedKernelSource(spec.file), "kernels/gdn/" + spec.file, o, k, diags);
+  INFO(joined(diags));
+  REQUIRE(ok);
+  qla::rt::NvrtcOptions no;
+  no.arch = "sm_90a";
+  no.extra = {"--ptxas-options=-v"};
+  qla::rt::NvrtcResult r = qla::rt::compileCuda(k.cuda, k.info.name, no);
+  INFO(r.error);
+  REQUIRE(r.ok);
+  return r;
+}
+
+// Compiles each distinct kernel spec of `configs` (compileWithPtxasReport),
+// checks its signature and that it spills nothing; prints one line per
+// kernel (registers, spills, shared memory, time).
 void compileBackwardSpillFree(const std::vector<BackwardConfig> &configs) {
   struct Row {
     std::string spec;
@@ -725,20 +743,9 @@ void compileBackwardSpillFree(const std::vector<BackwardConfig> &configs) {
       if (!done.insert(spec.str()).second) continue;
       INFO(c.str() << "\n" << spec.str());
       auto t1 = std::chrono::steady_clock::now();
-      qla::CompileOptions o;
-      o.defines = spec.defines;
       qla::CompiledKernel k;
-      std::vector<std::string> diags;
-      bool ok = qla::compileQla(*qla::gdn::embeddedKernelSource(spec.file), "kernels/gdn/" + spec.file, o, k, diags);
-      INFO(joined(diags));
-      REQUIRE(ok);
+      qla::rt::NvrtcResult r = compileWithPtxasReport(spec, k);
       checkSignature(spec, c.fwd, k.info);
-      qla::rt::NvrtcOptions no;
-      no.arch = "sm_90a";
-      no.extra = {"--ptxas-options=-v"};
-      qla::rt::NvrtcResult r = qla::rt::compileCuda(k.cuda, k.info.name, no);
-      INFO(r.error);
-      REQUIRE(r.ok);
       CHECK(r.cubin.compare(0, 4, "\x7f" "ELF") == 0);
       PtxasReport rep = parsePtxas(r.log, k.info.name);
       INFO("NVRTC log:\n" << r.log);
@@ -783,19 +790,8 @@ TEST_CASE("GDN fused forward: wgmma not serialized by ptxas", "[gdn][kernels][nv
   for (int64_t bv : {int64_t(128), int64_t(64)}) {
     KernelSpec spec = qla::gdn::fusedKernelSpec(c, bv);
     INFO(spec.str());
-    qla::CompileOptions o;
-    o.defines = spec.defines;
     qla::CompiledKernel k;
-    std::vector<std::string> diags;
-    bool ok = qla::compileQla(*qla::gdn::embeddedKernelSource(spec.file), "kernels/gdn/" + spec.file, o, k, diags);
-    INFO(joined(diags));
-    REQUIRE(ok);
-    qla::rt::NvrtcOptions no;
-    no.arch = "sm_90a";
-    no.extra = {"--ptxas-options=-v"};
-    qla::rt::NvrtcResult r = qla::rt::compileCuda(k.cuda, k.info.name, no);
-    INFO(r.error);
-    REQUIRE(r.ok);
+    qla::rt::NvrtcResult r = compileWithPtxasReport(spec, k);
     INFO("NVRTC log:\n" << r.log);
     REQUIRE(parsePtxas(r.log, k.info.name).found);
     CHECK(r.log.find("C7512") == std::string::npos);
