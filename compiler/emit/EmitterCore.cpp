@@ -516,8 +516,7 @@ LogicalResult Emitter::emitOpCode(Operation *op) {
     return success();
   }
   if (auto a = dyn_cast<BarrierArriveOp>(op)) {
-    std::string call = fmt::format("qla::dev::mbarrier_arrive(&{}[{}]);", name(a.getBarriers()), name(a.getSlot()));
-    line(a.getPerWarpgroup() ? "if (threadIdx.x % 128 == 0) " + call : call);
+    line(fmt::format("qla::dev::mbarrier_arrive(&{}[{}]);", name(a.getBarriers()), name(a.getSlot())));
     return success();
   }
   if (auto a = dyn_cast<BarrierExpectTxOp>(op)) {

@@ -131,10 +131,11 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
         buffers.push_back(AllocSharedOp::create(b, loc, t, b.getI64IntegerAttr(depth), IntegerAttr()));
     }
     // full: one arrival per phase (the elected producer thread; see lowerComputePut
-    // for puts whose threads write the slot). empty: one arrival per warpgroup of
-    // every consumer role, so a slot is free only once all of them released it.
+    // for puts whose threads write the slot). empty: one arrival per thread of
+    // every consumer role, so a slot is free only once all of them released it
+    // (each thread after its own reads: no barrier among a role's threads).
     int64_t releases = 0;
-    for (RoleOp r : getRoles) releases += r.getNumWarpgroups();
+    for (RoleOp r : getRoles) releases += r.getNumWarpgroups() * 128;
     Value full = makeBarriers(loc, depth, 1);
     Value empty = makeBarriers(loc, depth, releases);
     std::string name = ch.getName().str();
@@ -202,16 +203,12 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
         map.map(arg, SlotOp::create(b, namedAs(arg, l), buf.getType(), buf, slot).getResult());
       for (Operation &op : get.getBody().front().without_terminator()) b.clone(op, map);
       // Gemms in the body are waited on (wgmma_wait) before this point once
-      // lowered, so the slot's tiles are no longer read by the async proxy.
-      // Thread copies out of the slot are ordinary loads: the warpgroup's
-      // threads meet before its one arrival, so none still reads the slot.
-      bool readByThreads = get.getBody().walk([&](CopyOp c) {
-                                  return llvm::is_contained(get.getBody().front().getArguments(), c.getSrc())
-                                             ? WalkResult::interrupt()
-                                             : WalkResult::advance();
-                                }).wasInterrupted();
-      if (readByThreads) emitGroupSync(b, l, get);
-      BarrierArriveOp::create(b, l, empty, slot, b.getUnitAttr());
+      // lowered, so the slot's tiles are no longer read by the async proxy
+      // (a warpgroup's products are collective: one thread's wait covers
+      // them). Thread copies out of the slot are the thread's own loads,
+      // which its arrival (release) orders before the producer's wait
+      // (acquire) and refill: every thread arrives, none waits for another.
+      BarrierArriveOp::create(b, l, empty, slot);
       RingAdvanceOp::create(b, l, getRing);
       get.erase();
     }
@@ -265,7 +262,7 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
     elect.getBody().emplaceBlock();
     OpBuilder eb = OpBuilder::atBlockEnd(&elect.getBody().front());
     if (tma.empty()) {
-      BarrierArriveOp::create(eb, l, full, slot, UnitAttr());
+      BarrierArriveOp::create(eb, l, full, slot);
     } else {
       int64_t bytes = 0;
       for (LoadOp ld : tma) bytes += tileBytes(ld.getDst().getType());

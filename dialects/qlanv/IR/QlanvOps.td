@@ -106,8 +106,8 @@ def Qlanv_BarrierWaitOp : Qlanv_Op<"barrier_wait"> {
 }
 
 def Qlanv_BarrierArriveOp : Qlanv_Op<"barrier_arrive"> {
-  let summary = "arrive on barrier[slot]; `perWarpgroup` arrives once per warpgroup";
-  let arguments = (ins Qlanv_BarriersType:$barriers, Index:$slot, UnitAttr:$perWarpgroup);
+  let summary = "every executing thread arrives on barrier[slot] (an elected thread inside qlanv.elect)";
+  let arguments = (ins Qlanv_BarriersType:$barriers, Index:$slot);
   let assemblyFormat = "$barriers `[` $slot `]` attr-dict `:` type($barriers)";
 }
 
