@@ -526,8 +526,11 @@ void Emitter::emitStmatrixTrans(CopyOp op) {
 // A proxy fence right after a store to shared memory (qla-insert-fences) is
 // followed by its own barrier; a barrier after the store as well would only
 // add a wait. A put's stores into its slot (qla-lower-channels) are each
-// fenced, then share one barrier.
+// fenced and need no barrier: the channel's barrier orders them.
 bool Emitter::fencedAndSynced(Operation *store) {
+  // A put's store into its slot: each thread fences and arrives on the
+  // channel's `full` barrier, which every reader waits on (qla-lower-channels).
+  if (store->hasAttr("qla.slot_fill")) return true;
   Operation *next = store->getNextNode();
   // A shared → global store of the tile just written begins with the group's
   // barrier (and the fence a TMA store needs) itself.
@@ -803,6 +806,17 @@ LogicalResult Emitter::emitFragPick(FragPickOp op) {
   line(groupSync());
   if (op.getResult().getType().isIndex()) declare(op.getResult(), "int", "(int)" + slot, "pick");
   else declare(op.getResult(), "float", slot, "pick");
+  return success();
+}
+
+// One element of a get's slot tile at a uniform index: every thread loads it
+// (the slot is visible to all after the get's wait; no barrier).
+LogicalResult Emitter::emitSlotPick(SlotPickOp op) {
+  auto t = op.getTile().getType();
+  const bool twoD = t.getShape().size() == 2;
+  std::string row = twoD ? name(op.getIndices()[0]) : "0", col = name(op.getIndices().back());
+  declare(op.getResult(), "float",
+          loadAsFloat(t.getElementType(), fmt::format("{}[{}]", name(op.getTile()), smemIndex(t, row, col))), "pick");
   return success();
 }
 

@@ -112,8 +112,8 @@ def Qlanv_BarrierArriveOp : Qlanv_Op<"barrier_arrive"> {
 }
 
 def Qlanv_BarrierExpectTxOp : Qlanv_Op<"barrier_arrive_expect_tx"> {
-  let summary = "arrive on barrier[slot] expecting `bytes` of TMA transactions (one thread)";
-  let arguments = (ins Qlanv_BarriersType:$barriers, Index:$slot, I64Attr:$bytes);
+  let summary = "arrive on barrier[slot] expecting `bytes` of TMA transactions (one thread); with `noArrive` only expect them (the thread arrives later, as every other)";
+  let arguments = (ins Qlanv_BarriersType:$barriers, Index:$slot, I64Attr:$bytes, UnitAttr:$noArrive);
   let assemblyFormat = "$barriers `[` $slot `]` `,` $bytes attr-dict `:` type($barriers)";
 }
 
