@@ -47,9 +47,12 @@ struct MachineModel {
   // slice per CTA (three warpgroups) and with a whole head per CTA (one
   // math warpgroup per 64 columns of V), and the prepare kernel's SM time
   // per chunk and v-head, measured on the H200 (bench/gdn_paths.py,
-  // bench/gdn_kernel_split.py, docs/performance.md).
-  double fusedChunkUs = 3.65;
-  double fusedHeadChunkUs = 4.63;
+  // bench/gdn_kernel_split.py, docs/performance.md; the fused steps from the
+  // fifth session's runs: 16/64 and 8/32 at 1x32768 (64-wide slices, one
+  // wave) 1.554 and 1.559 ms over 512 chunks, at 8192x4 (whole heads, two
+  // waves and one) 1.082 and 0.543 ms over 128 chunks).
+  double fusedChunkUs = 3.03;
+  double fusedHeadChunkUs = 4.20;
   double prepareChunkHeadUs = 4.58;
 };
 
