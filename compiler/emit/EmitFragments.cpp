@@ -429,7 +429,7 @@ LogicalResult Emitter::emitCopy(CopyOp op) {
   // Other threads may still read the tile; not a put's slot, which no
   // thread of the role reads (they all waited for it to be empty).
   if (!toFrag) waitTmaStoreReads(op.getDst());
-  if (!toFrag && !op->hasAttr("qla.slot_fill") && !wgmmaOnlyTile(op)) line(groupSync());
+  if (!toFrag && !op->hasAttr("qla.slot_fill")) line(groupSync());
   if (trans && !toFrag && is16(te) && lay.x4Blocks()) {
     emitStmatrixTrans(op);
     if (!fencedAndSynced(op)) line(groupSync());
@@ -527,55 +527,6 @@ void Emitter::emitStmatrixTrans(CopyOp op) {
 // followed by its own barrier; a barrier after the store as well would only
 // add a wait. A put's stores into its slot (qla-lower-channels) are each
 // fenced and need no barrier: the channel's barrier orders them.
-// Whether a fragment -> shared copy needs no barrier in front of it (the
-// write-after-read one): the role is one warpgroup, and every tile that
-// shares bytes with the destination (itself included; scratch of other ops
-// never qualifies) is read only by wgmmas, each waited on (wgmma_wait 0) in
-// its block before this copy comes. A wgmma is collective over its
-// warpgroup, so the writing thread's own wait covers every warp's reads of
-// the tile; no thread reads it. Before each such tile's write in a loop body
-// the previous iteration's products were waited on by the same rule.
-bool Emitter::wgmmaOnlyTile(CopyOp write) {
-  if (group().end != group().begin) return false;
-  auto a = write.getDst().getDefiningOp<AllocSharedOp>();
-  if (!a || !a.getOffset() || a.getCount() != 1) return false;
-  const int64_t lo = *a.getOffset(), hi = lo + cast<SharedType>(a.getType()).getSizeInBytes();
-  auto overlaps = [&](int64_t o, int64_t n) { return o < hi && lo < o + n; };
-  // The first wgmma_wait after `w` in its block waits for everything (and
-  // `write` is not between them).
-  auto waited = [&](Operation *w) {
-    for (Operation *o = w->getNextNode(); o; o = o->getNextNode()) {
-      if (o == write.getOperation()) return false;
-      if (auto wt = dyn_cast<WgmmaWaitOp>(o)) return wt.getPending() == 0;
-    }
-    return false;
-  };
-  bool ok = true;
-  fn_.walk([&](Operation *o) {
-    if (!ok) return;
-    if (auto s = o->getAttrOfType<IntegerAttr>("qla.scratch_offset")) {
-      auto n = o->getAttrOfType<IntegerAttr>("qla.scratch_bytes");
-      if (!n || overlaps(s.getInt(), n.getInt())) ok = false;
-      return;
-    }
-    auto b = dyn_cast<AllocSharedOp>(o);
-    if (!b || !b.getOffset()) return;
-    if (!overlaps(*b.getOffset(), cast<SharedType>(b.getType()).getSizeInBytes() * b.getCount())) return;
-    if (b.getCount() != 1) {
-      ok = false;
-      return;
-    }
-    for (Operation *u : b.getResult().getUsers()) {
-      if (auto c = dyn_cast<CopyOp>(u); c && c.getDst() == b.getResult() && isa<FragType>(c.getSrc().getType()))
-        continue;  // a write by the role's threads
-      if (isa<WgmmaOp>(u) && waited(u)) continue;
-      ok = false;
-      return;
-    }
-  });
-  return ok;
-}
-
 bool Emitter::fencedAndSynced(Operation *store) {
   // A put's store into its slot: each thread fences and arrives on the
   // channel's `full` barrier, which every reader waits on (qla-lower-channels).

@@ -81,7 +81,6 @@ class Emitter {
   mlir::LogicalResult emitCopy(mlir::qla::CopyOp op);
   mlir::LogicalResult emitSharedCopy(mlir::qla::CopyOp op);
   bool fencedAndSynced(mlir::Operation *store);
-  bool wgmmaOnlyTile(mlir::qla::CopyOp write);
   mlir::LogicalResult emitCast(mlir::qla::CastOp op);
   mlir::LogicalResult emitReduce(mlir::qla::ReduceOp op);
   mlir::LogicalResult emitParallel(mlir::qla::ParallelOp op);

@@ -156,10 +156,7 @@ struct AssignResources : ::mlir::qla::impl::QlaAssignResourcesBase<AssignResourc
       placed.push_back({off, it.bytes, it.begin, it.end, it.role});
       offset = std::max(offset, off + it.bytes);
       if (auto a = dyn_cast<AllocSharedOp>(it.op)) a.setOffsetAttr(b.getI64IntegerAttr(off));
-      else {
-        it.op->setAttr("qla.scratch_offset", b.getI64IntegerAttr(off));
-        it.op->setAttr("qla.scratch_bytes", b.getI64IntegerAttr(it.bytes));  // (the emitter's overlap checks)
-      }
+      else it.op->setAttr("qla.scratch_offset", b.getI64IntegerAttr(off));
     }
     // Barriers after the tiles (no alignment gap in front of the first tile).
     fn.walk([&](BarriersOp bars) {
