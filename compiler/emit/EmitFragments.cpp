@@ -346,17 +346,9 @@ LogicalResult Emitter::emitStore(StoreOp op) {
   return success();
 }
 
-// A shared → global store the TMA unit can do: a swizzled 2-D tile (the
-// layout a TMA load writes, column blocks of the swizzle span), the tensor's
-// contiguous last dim as its columns, the same element type, box extents
-// within 256. `box` gets the box (outermost first, 1 for dropped dims).
-bool Emitter::tmaStoreBox(StoreOp op, std::vector<uint32_t> &box) {
-  // (H200, 2026-12-01: the staging-tile rule in tmaStoreCandidate keeps the
-  // pipelined gdn_fwd_state's V_new/O tile, a product's operand, on the
-  // thread copy; the fused kernel's O staging tile by TMA made it 4-7%
-  // faster.)
-  return tmaStores_ && tmaStoreCandidate(op, &box);
-}
+// A shared → global store the TMA unit does (tmaStoreCandidate, unless
+// --no-tma-stores); `box` gets its tensor map's box.
+bool Emitter::tmaStoreBox(StoreOp op, std::vector<uint32_t> &box) { return tmaStores_ && tmaStoreCandidate(op, &box); }
 
 // Before the group's threads write a tile that a TMA store reads: the issuing
 // thread waits until its stores have read their sources (the barrier that
