@@ -557,14 +557,14 @@ TEST_CASE("GDN: context-parallel launch plans", "[gdn][kernels][nvrtc]") {
 
 TEST_CASE("GDN: fused launch plans", "[gdn][kernels][nvrtc]") {
   if (!kernelsPresent()) return;
-  // QLA_GDN_FUSED_BV: unset (the model: 64-wide slices for these few heads), 64, whole heads.
+  // QLA_GDN_FUSED_BV: unset (the model's), 64, whole heads.
   for (const char *bvEnv : {"", "64", "128"})
     for (bool varlen : {false, true})
       for (int64_t seg : {int64_t(-1), int64_t(3)}) {
         INFO("QLA_GDN_FUSED_BV '" << bvEnv << "', varlen " << varlen << ", segment_chunks " << seg);
         if (*bvEnv) ::setenv("QLA_GDN_FUSED_BV", bvEnv, 1);
         else ::unsetenv("QLA_GDN_FUSED_BV");
-        const int64_t bv = std::string(bvEnv) == "128" ? 128 : 64;
+        const int64_t forcedBv = *bvEnv ? std::atoll(bvEnv) : 0;
         PlanCall call(varlen);
         ForwardParams &p = call.p;
         const int64_t N = call.N, T = p.q.shape[1], Hv = 4, V = 128;
@@ -578,6 +578,10 @@ TEST_CASE("GDN: fused launch plans", "[gdn][kernels][nvrtc]") {
           FAIL(e.what());
         }
         REQUIRE(plan.fused);
+        // The slice: as forced, else the model's (unsplit: 64-wide slices
+        // for these few heads; in segments either, by the shapes).
+        const int64_t bv = forcedBv ? forcedBv : plan.fusedSpec.defines.count("BV") ? 64 : 128;
+        if (!forcedBv && seg < 0) CHECK(bv == 64);
         ForwardConfig c = qla::gdn::forwardConfig(p);
         checkSignature(plan.fusedSpec, c, plan.fusedInfo);
         CHECK(plan.fusedSpec.file == "gdn_fwd_fused.qla");
