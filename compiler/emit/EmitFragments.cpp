@@ -518,8 +518,11 @@ void Emitter::emitStmatrixTrans(CopyOp op) {
 // A proxy fence right after a store to shared memory (qla-insert-fences) is
 // followed by its own barrier; a barrier after the store as well would only
 // add a wait. A put's stores into its slot (qla-lower-channels) are each
-// fenced, then share one barrier.
+// fenced and need no barrier: the channel's barrier orders them.
 bool Emitter::fencedAndSynced(Operation *store) {
+  // A put's store into its slot: each thread fences and arrives on the
+  // channel's `full` barrier, which every reader waits on (qla-lower-channels).
+  if (store->hasAttr("qla.slot_fill")) return true;
   Operation *next = store->getNextNode();
   // A shared → global store of the tile just written begins with the group's
   // barrier (and the fence a TMA store needs) itself.
@@ -798,6 +801,17 @@ LogicalResult Emitter::emitFragPick(FragPickOp op) {
   return success();
 }
 
+// One element of a get's slot tile at a uniform index: every thread loads it
+// (the slot is visible to all after the get's wait; no barrier).
+LogicalResult Emitter::emitSlotPick(SlotPickOp op) {
+  auto t = op.getTile().getType();
+  const bool twoD = t.getShape().size() == 2;
+  std::string row = twoD ? name(op.getIndices()[0]) : "0", col = name(op.getIndices().back());
+  declare(op.getResult(), "float",
+          loadAsFloat(t.getElementType(), fmt::format("{}[{}]", name(op.getTile()), smemIndex(t, row, col))), "pick");
+  return success();
+}
+
 // Inclusive prefix scan of a 1-D fragment: stage the vector in shared
 // memory, let the group's first warp scan it in 32-element steps with
 // shuffles, then every register reads its prefix. No per-thread trip counts:
@@ -1071,26 +1085,47 @@ LogicalResult Emitter::emitInvUnitLowerRegisters(InvUnitLowerOp op) {
   line("    }");
   line("  }");
   line("}");
+  // The 16 x 16 block as 8 x 8 quadrants: X = [[X11, 0], [X21, X22]] with
+  // X11 = (I + L11)^-1, X22 = (I + L22)^-1 and X21 = X22 Y, Y = -L21 X11.
+  // Phase 1, 8 steps: one column-by-column elimination step on the top-left
+  // and one on the bottom-right quadrant at once, and Y accumulated from the
+  // top-left rows as they become final (half the dependent steps of a
+  // 16-step elimination). Phase 2: X21 = X22 Y, an 8 x 8 product whose
+  // shuffles do not depend on one another. Slots: top-left k(0, 0, e),
+  // bottom-left k(0, 1, e), bottom-right k(1, 1, e).
   line("#pragma unroll");
-  line("for (int s_ = 0; s_ < 16; ++s_) {");
+  line("for (int t_ = 0; t_ < 8; ++t_) {");
   ++indent_;
-  line("// Row s of X (lanes (s % 8) * 4 + q, half s / 8) and column s of L (lanes 4 * (l / 4) + (s % 8) / 2).");
-  line("float xk_[2][2], lk_[2];");
+  line("// Row t of X11 and of X22 (lanes 4t + q), column t of L11, L21 and L22 (lanes 4 (l / 4) + t / 2).");
+  line("float xt_[2], xr_[2];");
   line("#pragma unroll");
-  line("for (int jj_ = 0; jj_ < 2; ++jj_) {");
-  line("  #pragma unroll");
-  line("  for (int e_ = 0; e_ < 2; ++e_) xk_[jj_][e_] = __shfl_sync(0xffffffffu, xb_[kof_[jj_][s_ / 8][e_]], (s_ % 8) * 4 + lq_);");
+  line("for (int e_ = 0; e_ < 2; ++e_) {");
+  line("  xt_[e_] = __shfl_sync(0xffffffffu, xb_[kof_[0][0][e_]], 4 * t_ + lq_);");
+  line("  xr_[e_] = __shfl_sync(0xffffffffu, xb_[kof_[1][1][e_]], 4 * t_ + lq_);");
   line("}");
+  line("const float lt_ = __shfl_sync(0xffffffffu, lb_[kof_[0][0][t_ % 2]], lr_ * 4 + t_ / 2);");
+  line("const float lbt_ = __shfl_sync(0xffffffffu, lb_[kof_[0][1][t_ % 2]], lr_ * 4 + t_ / 2);");
+  line("const float lrt_ = __shfl_sync(0xffffffffu, lb_[kof_[1][1][t_ % 2]], lr_ * 4 + t_ / 2);");
   line("#pragma unroll");
-  line("for (int h_ = 0; h_ < 2; ++h_) lk_[h_] = __shfl_sync(0xffffffffu, lb_[kof_[s_ / 8][h_][s_ % 2]], lr_ * 4 + (s_ % 8) / 2);");
-  line("#pragma unroll");
-  line("for (int jj_ = 0; jj_ < 2; ++jj_) {");
-  line("  #pragma unroll");
-  line("  for (int h_ = 0; h_ < 2; ++h_) {");
-  line("    #pragma unroll");
-  line("    for (int e_ = 0; e_ < 2; ++e_) xb_[kof_[jj_][h_][e_]] -= lk_[h_] * xk_[jj_][e_];");
-  line("  }");
+  line("for (int e_ = 0; e_ < 2; ++e_) {");
+  line("  xb_[kof_[0][0][e_]] -= lt_ * xt_[e_];");
+  line("  xb_[kof_[0][1][e_]] -= lbt_ * xt_[e_];");
+  line("  xb_[kof_[1][1][e_]] -= lrt_ * xr_[e_];");
   line("}");
+  --indent_;
+  line("}");
+  line("{");
+  ++indent_;
+  line("// X21 = X22 Y: row l / 4 of X22 (lanes 4 (l / 4) + m / 2), rows m of Y (lanes 4m + q).");
+  line("float z_[2] = {0.0f, 0.0f};");
+  line("#pragma unroll");
+  line("for (int m_ = 0; m_ < 8; ++m_) {");
+  line("  const float xm_ = __shfl_sync(0xffffffffu, xb_[kof_[1][1][m_ % 2]], lr_ * 4 + m_ / 2);");
+  line("  #pragma unroll");
+  line("  for (int e_ = 0; e_ < 2; ++e_) z_[e_] += xm_ * __shfl_sync(0xffffffffu, xb_[kof_[0][1][e_]], 4 * m_ + lq_);");
+  line("}");
+  line("xb_[kof_[0][1][0]] = z_[0];");
+  line("xb_[kof_[0][1][1]] = z_[1];");
   --indent_;
   line("}");
   // dst: the warp's block, zero elsewhere.

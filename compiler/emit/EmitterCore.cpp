@@ -445,6 +445,7 @@ LogicalResult Emitter::emitOpCode(Operation *op) {
   if (auto o = dyn_cast<ScanOp>(op)) return emitScan(o);
   if (auto o = dyn_cast<InvUnitLowerOp>(op)) return emitInvUnitLower(o);
   if (auto o = dyn_cast<FragPickOp>(op)) return emitFragPick(o);
+  if (auto o = dyn_cast<SlotPickOp>(op)) return emitSlotPick(o);
   if (auto o = dyn_cast<GlobalReadOp>(op)) return emitGlobalRead(o);
   if (auto v = dyn_cast<VarOp>(op)) {
     std::string n = fresh(prefixFor(res(), "var"));
@@ -516,13 +517,12 @@ LogicalResult Emitter::emitOpCode(Operation *op) {
     return success();
   }
   if (auto a = dyn_cast<BarrierArriveOp>(op)) {
-    std::string call = fmt::format("qla::dev::mbarrier_arrive(&{}[{}]);", name(a.getBarriers()), name(a.getSlot()));
-    line(a.getPerWarpgroup() ? "if (threadIdx.x % 128 == 0) " + call : call);
+    line(fmt::format("qla::dev::mbarrier_arrive(&{}[{}]);", name(a.getBarriers()), name(a.getSlot())));
     return success();
   }
   if (auto a = dyn_cast<BarrierExpectTxOp>(op)) {
-    line(fmt::format("qla::dev::mbarrier_arrive_expect_tx(&{}[{}], {});", name(a.getBarriers()), name(a.getSlot()),
-                     a.getBytes()));
+    line(fmt::format("qla::dev::mbarrier_{}expect_tx(&{}[{}], {});", a.getNoArrive() ? "" : "arrive_",
+                     name(a.getBarriers()), name(a.getSlot()), a.getBytes()));
     return success();
   }
   if (auto nb = dyn_cast<NamedBarrierOp>(op)) {

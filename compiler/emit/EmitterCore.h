@@ -89,6 +89,7 @@ class Emitter {
   void emitSharedGlobalVectors(mlir::Value smem, mlir::qla::SharedType src, const TileAccess &a, int64_t eb);
   mlir::LogicalResult emitInvUnitLower(mlir::qla::InvUnitLowerOp op);
   mlir::LogicalResult emitFragPick(mlir::qla::FragPickOp op);
+  mlir::LogicalResult emitSlotPick(mlir::qla::SlotPickOp op);
   mlir::LogicalResult emitGlobalRead(mlir::qla::GlobalReadOp op);
   mlir::LogicalResult emitLoadToShared(mlir::qla::LoadOp op);
   mlir::LogicalResult scratchPointer(mlir::Operation *op, const std::string &name);

@@ -228,6 +228,12 @@ std::string exprString(const Expr &e) {
     for (size_t i = 0; i < x.indices.size(); ++i) s += (i ? ", " : "") + exprString(*x.indices[i]);
     return s + "]";
   }
+  case ExprKind::SlotPick: {
+    auto &x = static_cast<const SlotPickExpr &>(e);
+    std::string s = x.name + "[";
+    for (size_t i = 0; i < x.indices.size(); ++i) s += (i ? ", " : "") + exprString(*x.indices[i]);
+    return s + "]";
+  }
   }
   return "?";
 }

@@ -105,6 +105,7 @@ class Sema {
   void checkElem(ElemExpr &e);
   void checkGlobalElem(GlobalElemExpr &e);
   void checkFragPick(FragPickExpr &e);
+  void checkSlotPick(SlotPickExpr &e);
   // Checks `e` and requires an int; reports "WHAT must be an int".
   void checkIntExpr(ExprPtr &e, const std::string &what);
   // Checks `e` and requires a compile-time int constant (positive if asked).

@@ -149,11 +149,19 @@ void Sema::checkExpr(ExprPtr &ep) {
       checkFragPick(static_cast<FragPickExpr &>(*ep));
       return;
     }
+    if (d && d->declKind == DeclKind::SlotBinding && !ctx_.parallel) {
+      auto f = std::make_unique<SlotPickExpr>(x.loc, x.name);
+      f->indices = std::move(x.indices);
+      ep = std::move(f);
+      checkSlotPick(static_cast<SlotPickExpr &>(*ep));
+      return;
+    }
     checkElem(x);
     return;
   }
   case ExprKind::GlobalElem: checkGlobalElem(static_cast<GlobalElemExpr &>(e)); return;
   case ExprKind::FragPick: checkFragPick(static_cast<FragPickExpr &>(e)); return;
+  case ExprKind::SlotPick: checkSlotPick(static_cast<SlotPickExpr &>(e)); return;
   case ExprKind::Convert: {
     auto &c = static_cast<ConvertExpr &>(e);
     checkExpr(c.operand);
@@ -638,6 +646,49 @@ void Sema::checkFragPick(FragPickExpr &e) {
   }
   if (badDtype_.count(static_cast<Decl *>(e.frag))) return;
   e.type = elementScalarType(e.frag->dtype);
+}
+
+void Sema::checkSlotPick(SlotPickExpr &e) {
+  e.type = ScalarType::Unknown;
+  e.value.reset();
+  bool ok = true;
+  for (auto &i : e.indices) {
+    size_t before = errors_;
+    checkIntExpr(i, "a slot tile index");
+    ok = ok && errors_ == before && i->type == ScalarType::Int;
+  }
+  Decl *d = lookup(e.name);
+  e.slot = as<SlotBindingDecl>(d);
+  if (!e.slot) {  // (only when re-checked after the scope changed)
+    error(e.loc, d ? "'" + e.name + "' is " + describe(d) + ", not a slot tile" : "use of undeclared name '" + e.name + "'");
+    return;
+  }
+  if (e.slot->owner && e.slot->owner->isPut()) {
+    error(e.loc, "'" + e.name + "' is a put's slot tile: a put only writes its slot (read elements of a get's slot, or of a fragment)");
+    return;
+  }
+  const std::vector<int64_t> &ts = e.slot->shape;
+  if (ts.empty()) return;  // already reported
+  if (e.indices.size() != ts.size()) {
+    error(e.loc, "slot tile '" + e.name + "' has rank " + std::to_string(ts.size()) + " but is indexed with " +
+                     std::to_string(e.indices.size()) + " index" + (e.indices.size() == 1 ? "" : "es"));
+    return;
+  }
+  if (!ok) return;
+  for (size_t k = 0; k < ts.size(); ++k) {
+    const Expr &i = *e.indices[k];
+    if (i.value && (i.value->i < 0 || i.value->i >= ts[k])) {
+      error(i.loc, "index " + std::to_string(i.value->i) + " is out of range for dim " + std::to_string(k) +
+                       " of slot tile '" + e.name + "' (extent " + std::to_string(ts[k]) + ")");
+      return;
+    }
+  }
+  if (badDtype_.count(static_cast<Decl *>(e.slot))) return;
+  e.type = elementScalarType(e.slot->dtype);
+  if (e.type != ScalarType::Float) {
+    error(e.loc, "slot tile '" + e.name + "' holds " + std::string(qla::dtypeName(e.slot->dtype)) + "; only float elements can be read");
+    e.type = ScalarType::Unknown;
+  }
 }
 
 void Sema::checkIntExpr(ExprPtr &e, const std::string &what) {

@@ -185,6 +185,14 @@ Value IRGen::genExpr(const fe::Expr &e) {
       Type rt = e.type == fe::ScalarType::Float ? (Type)b_.getF32Type() : (Type)b_.getIndexType();
       return FragPickOp::create(b_, l, rt, f, idx);
     }
+    case fe::ExprKind::SlotPick: {
+      auto &sp = static_cast<const fe::SlotPickExpr &>(e);
+      Value t = lookup(sp.slot, e.loc);
+      SmallVector<Value> idx;
+      for (auto &i : sp.indices) idx.push_back(genExpr(*i));
+      if (!t || llvm::any_of(idx, [](Value v) { return !v; })) return {};
+      return SlotPickOp::create(b_, l, b_.getF32Type(), t, idx);
+    }
     case fe::ExprKind::Elem: {
       auto &el = static_cast<const fe::ElemExpr &>(e);
       Value frag = lookup(el.frag, e.loc);

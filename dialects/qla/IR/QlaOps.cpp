@@ -266,6 +266,14 @@ LogicalResult FragPickOp::verify() {
   return success();
 }
 
+LogicalResult SlotPickOp::verify() {
+  if (getIndices().size() != getTile().getType().getShape().size())
+    return emitOpError("needs one index per tile dim");
+  if ((*this)->getParentOfType<ParallelOp>()) return emitOpError("is not valid inside qla.parallel");
+  if (!isa<FloatType>(getTile().getType().getElementType())) return emitOpError("needs a tile of floats");
+  return success();
+}
+
 LogicalResult VarOp::verify() {
   if (getInit().getType() != getType().getValueType())
     return emitOpError("initializer type must be the variable's type");

@@ -217,6 +217,19 @@ def Qla_FragPickOp : Qla_Op<"frag_pick"> {
   let hasVerifier = 1;
 }
 
+def Qla_SlotPickOp : Qla_Op<"slot_pick"> {
+  let summary = "read one element of a get's slot tile at a uniform index: one shared load per thread";
+  let description = [{
+    `%gl = qla.slot_pick %gs[%c63] : !qla.smem<64xf32> -> f32`. No barrier:
+    the get's wait on the slot's `full` barrier made it visible to every
+    thread of the role, and each thread's read precedes its own release.
+  }];
+  let arguments = (ins Qla_SharedType:$tile, Variadic<Index>:$indices);
+  let results = (outs F32:$result);
+  let assemblyFormat = "$tile `[` $indices `]` attr-dict `:` type($tile) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 def Qla_VarOp : Qla_Op<"var"> {
   let summary = "a mutable per-thread scalar, initialized";
   let description = [{ `%x = qla.var %c0 : index -> !qla.var<index>` }];

@@ -130,12 +130,18 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
       for (Type t : ct.getSlotTypes())
         buffers.push_back(AllocSharedOp::create(b, loc, t, b.getI64IntegerAttr(depth), IntegerAttr()));
     }
-    // full: one arrival per phase (the elected producer thread; see lowerComputePut
-    // for puts whose threads write the slot). empty: one arrival per warpgroup of
-    // every consumer role, so a slot is free only once all of them released it.
+    // full: one arrival per phase (the elected producer thread) where every put
+    // is TMA loads only; one per thread of the producer role where a put's
+    // threads write the slot (lowerComputePut, which then lowers every put of
+    // the channel). empty: one arrival per thread of
+    // every consumer role, so a slot is free only once all of them released it
+    // (each thread after its own reads: no barrier among a role's threads).
     int64_t releases = 0;
-    for (RoleOp r : getRoles) releases += r.getNumWarpgroups();
-    Value full = makeBarriers(loc, depth, 1);
+    for (RoleOp r : getRoles) releases += r.getNumWarpgroups() * 128;
+    const bool byThreads = llvm::any_of(puts, [](PutOp p) {
+      return llvm::any_of(p.getBody().front(), [](Operation &o) { return isa<CopyOp>(o); });
+    });
+    Value full = makeBarriers(loc, depth, byThreads ? putRole.getNumWarpgroups() * 128 : 1);
     Value empty = makeBarriers(loc, depth, releases);
     std::string name = ch.getName().str();
 
@@ -153,7 +159,6 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
     for (Type t : ct.getSlotTypes()) slotBytes += tileBytes(t);
 
     for (PutOp put : puts) {
-      bool byThreads = llvm::any_of(put.getBody().front(), [](Operation &o) { return isa<CopyOp>(o); });
       if (byThreads) {
         if (failed(lowerComputePut(put, buffers, full, empty, putRing))) return failure();
         continue;
@@ -202,16 +207,12 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
         map.map(arg, SlotOp::create(b, namedAs(arg, l), buf.getType(), buf, slot).getResult());
       for (Operation &op : get.getBody().front().without_terminator()) b.clone(op, map);
       // Gemms in the body are waited on (wgmma_wait) before this point once
-      // lowered, so the slot's tiles are no longer read by the async proxy.
-      // Thread copies out of the slot are ordinary loads: the warpgroup's
-      // threads meet before its one arrival, so none still reads the slot.
-      bool readByThreads = get.getBody().walk([&](CopyOp c) {
-                                  return llvm::is_contained(get.getBody().front().getArguments(), c.getSrc())
-                                             ? WalkResult::interrupt()
-                                             : WalkResult::advance();
-                                }).wasInterrupted();
-      if (readByThreads) emitGroupSync(b, l, get);
-      BarrierArriveOp::create(b, l, empty, slot, b.getUnitAttr());
+      // lowered, so the slot's tiles are no longer read by the async proxy
+      // (a warpgroup's products are collective: one thread's wait covers
+      // them). Thread copies out of the slot are the thread's own loads,
+      // which its arrival (release) orders before the producer's wait
+      // (acquire) and refill: every thread arrives, none waits for another.
+      BarrierArriveOp::create(b, l, empty, slot);
       RingAdvanceOp::create(b, l, getRing);
       get.erase();
     }
@@ -225,17 +226,17 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
                             "mask the rows in a map instead");
   }
 
-  // A put whose body stores fragments into the slot (qla.copy) runs on every
-  // thread of the producer role: all wait for the slot to be empty, each
-  // stores its part, and the elected thread issues the TMA loads if any.
-  // Ordering for the consumers (async proxy: wgmma, TMA store; or threads):
-  //   every writing thread: fence.proxy.async.shared::cta (its generic-proxy
-  //   stores become visible to the async proxy), then a named barrier among
-  //   the role's threads, then one elected arrival on `full` (with expect_tx
-  //   for the TMA bytes). The barrier orders every thread's stores and fence
-  //   before that arrival (release), which the consumer's wait acquires; so
-  //   the full barrier keeps one arrival per phase, like a TMA-only put, and
-  //   the channel's barrier setup does not depend on what its puts contain.
+  // A put of a channel some put of which stores fragments into the slot
+  // (qla.copy) runs on every thread of the producer role: all wait for the
+  // slot to be empty, each stores its part, and the elected thread issues the
+  // TMA loads if any. Ordering for the consumers (async proxy: wgmma, TMA
+  // store; or threads): every writing thread: fence.proxy.async.shared::cta
+  // (its generic-proxy stores become visible to the async proxy), then its
+  // own arrival on `full` (release), which the consumer's wait acquires; the
+  // elected thread arms the TMA bytes (expect_tx) before it arrives. So
+  // `full` expects one arrival per producer thread for every put of such a
+  // channel (a TMA-only put of it lowers here too), and no thread waits for
+  // another (before: a named barrier of the role, then one elected arrival).
   LogicalResult lowerComputePut(PutOp put, ArrayRef<Value> buffers, Value full, Value empty, Value putRing) {
     OpBuilder b(put);
     Location l = put.getLoc();
@@ -260,24 +261,26 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
         b.clone(op, map);
       }
     }
-    emitGroupSync(b, l, put);
-    auto elect = ElectOp::create(b, l);
-    elect.getBody().emplaceBlock();
-    OpBuilder eb = OpBuilder::atBlockEnd(&elect.getBody().front());
-    if (tma.empty()) {
-      BarrierArriveOp::create(eb, l, full, slot, UnitAttr());
-    } else {
+    // The elected thread arms `full` with the TMA bytes (expect_tx without an
+    // arrival) and issues the loads; then every thread arrives after its own
+    // stores and fence (release), the elected one too, so the phase cannot
+    // complete before the bytes are armed. No barrier among the role's threads.
+    if (!tma.empty()) {
+      auto elect = ElectOp::create(b, l);
+      elect.getBody().emplaceBlock();
+      OpBuilder eb = OpBuilder::atBlockEnd(&elect.getBody().front());
       int64_t bytes = 0;
       for (LoadOp ld : tma) bytes += tileBytes(ld.getDst().getType());
-      BarrierExpectTxOp::create(eb, l, full, slot, eb.getI64IntegerAttr(bytes));
+      BarrierExpectTxOp::create(eb, l, full, slot, eb.getI64IntegerAttr(bytes), eb.getUnitAttr());
       for (LoadOp ld : tma) {
         SmallVector<Value> coords;
         for (Value v : ld.getOffsets()) coords.push_back(map.lookupOrDefault(v));
         TmaLoadOp::create(eb, ld.getLoc(), ld.getSrc(), coords, map.lookup(ld.getDst()), full, slot,
                              ld.getDroppedAttr());
       }
+      qlanv::YieldOp::create(eb, l);
     }
-    qlanv::YieldOp::create(eb, l);
+    BarrierArriveOp::create(b, l, full, slot);
     RingAdvanceOp::create(b, l, putRing);
     put.erase();
     return success();

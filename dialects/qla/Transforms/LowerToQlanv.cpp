@@ -89,7 +89,7 @@ SmallVector<Value> touchedFrags(Operation *op) {
 // memory (the group may still read its operands there), wait on nothing and
 // run no wgmma. Fragments they touch are checked by the caller.
 bool steppable(Operation *op) {
-  if (isa<AllocFragOp, FragPickOp, CastOp, FillOp, GlobalReadOp, VarGetOp, VarSetOp>(op)) return true;
+  if (isa<AllocFragOp, FragPickOp, SlotPickOp, CastOp, FillOp, GlobalReadOp, VarGetOp, VarSetOp>(op)) return true;
   if (auto c = dyn_cast<CopyOp>(op)) return isa<SharedType>(c.getSrc().getType()) && isa<FragType>(c.getDst().getType());
   if (auto l = dyn_cast<LoadOp>(op)) return isa<FragType>(l.getDst().getType());
   if (auto s = dyn_cast<StoreOp>(op)) return isa<FragType>(s.getSrc().getType());

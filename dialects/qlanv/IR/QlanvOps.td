@@ -106,14 +106,14 @@ def Qlanv_BarrierWaitOp : Qlanv_Op<"barrier_wait"> {
 }
 
 def Qlanv_BarrierArriveOp : Qlanv_Op<"barrier_arrive"> {
-  let summary = "arrive on barrier[slot]; `perWarpgroup` arrives once per warpgroup";
-  let arguments = (ins Qlanv_BarriersType:$barriers, Index:$slot, UnitAttr:$perWarpgroup);
+  let summary = "every executing thread arrives on barrier[slot] (an elected thread inside qlanv.elect)";
+  let arguments = (ins Qlanv_BarriersType:$barriers, Index:$slot);
   let assemblyFormat = "$barriers `[` $slot `]` attr-dict `:` type($barriers)";
 }
 
 def Qlanv_BarrierExpectTxOp : Qlanv_Op<"barrier_arrive_expect_tx"> {
-  let summary = "arrive on barrier[slot] expecting `bytes` of TMA transactions (one thread)";
-  let arguments = (ins Qlanv_BarriersType:$barriers, Index:$slot, I64Attr:$bytes);
+  let summary = "arrive on barrier[slot] expecting `bytes` of TMA transactions (one thread); with `noArrive` only expect them (the thread arrives later, as every other)";
+  let arguments = (ins Qlanv_BarriersType:$barriers, Index:$slot, I64Attr:$bytes, UnitAttr:$noArrive);
   let assemblyFormat = "$barriers `[` $slot `]` `,` $bytes attr-dict `:` type($barriers)";
 }
 

@@ -58,7 +58,7 @@ int64_t fusedBvFromEnvironment() {
   return e && *e ? std::atoll(e) : 0;
 }
 
-// Regions W, U, GC (then HS, LS, PH, PL with a split) of `ws`, each 256-byte
+// Regions W, U, GC (the two-kernel path; then HS, LS, PH, PL with a split) of `ws`, each 256-byte
 // aligned. GC is [B, Hv, gcSlots] f32: γ of chunk c of a sequence lives in slot
 // (bos / C + n + c) of C values (varlen; n the sequence index) or slot c
 // (fixed length), so that every chunk's γ starts 16-byte aligned for TMA.
@@ -76,9 +76,12 @@ WorkspaceLayout addForwardRegions(op::WorkspacePlanner &ws, DType dtype, int64_t
   l.schedule = forwardSchedule(ForwardShape{B, T, Hv, K, V, numSequences}, m, segmentChunks, fusedMode,
                                fusedBvFromEnvironment());
   l.gcSlots = ((T + kChunk - 1) / kChunk + std::max<int64_t>(numSequences - 1, 0)) * kChunk;
-  l.w = ws.add(size_t(B * T * Hv * K) * eb);
-  l.u = ws.add(size_t(B * T * Hv * V) * eb);
-  l.gc = ws.add(size_t(B * Hv * l.gcSlots) * 4);
+  // The fused path does its chunk-local work in registers: no W, U, GC.
+  if (!l.schedule.fused) {
+    l.w = ws.add(size_t(B * T * Hv * K) * eb);
+    l.u = ws.add(size_t(B * T * Hv * V) * eb);
+    l.gc = ws.add(size_t(B * Hv * l.gcSlots) * 4);
+  }
   if (l.schedule.split) {
     const size_t nz = size_t(l.schedule.numIds);
     l.hs = ws.add(nz * size_t(Hv * K * V) * 4);
@@ -117,6 +120,8 @@ struct ConfigKernels {
   op::KernelSlot *segment = nullptr, *merge = nullptr;  // with a split schedule
   op::KernelSlot *fused = nullptr;                      // the fused path, a whole head per CTA (BV = V)
   op::KernelSlot *fusedSlice = nullptr;                 // ... a 64-wide V slice per CTA (= fused when V = 64)
+  op::KernelSlot *fusedPass1 = nullptr;                 // its pass 1, as fused (64-wide when K < V)
+  op::KernelSlot *fusedPass1Slice = nullptr;            // ... as fusedSlice
 };
 
 op::Signature prepareSignature(const ForwardConfig &c) {
@@ -134,9 +139,9 @@ op::Signature stateSignature(const ForwardConfig &c) {
 }
 
 op::Signature fusedSignature(const ForwardConfig &c) {
-  const DType dt = c.dtype, f32 = DType::F32;
-  return {{"Q", "Kt", "Vt", "G", "Beta", "CU", "H0", "HS", "O", "HT"},
-          {dt, dt, dt, c.gDtype, c.betaDtype, c.cuDtype, f32, f32, dt, f32},
+  const DType dt = c.dtype, f32 = DType::F32, bf = DType::BF16;
+  return {{"Q", "Kt", "Vt", "G", "Beta", "CU", "H0", "HS", "O", "HT", "LS", "PH", "PL"},
+          {dt, dt, dt, c.gDtype, c.betaDtype, c.cuDtype, f32, f32, dt, f32, f32, bf, bf},
           2};
 }
 
@@ -178,6 +183,9 @@ ConfigKernels kernelsFor(const ForwardConfig &c) {
   ck.merge = &r.slot(opSpec(mergeKernelSpec(c)));
   ck.fused = &r.slot(opSpec(fusedKernelSpec(c)));
   ck.fusedSlice = &r.slot(opSpec(fusedKernelSpec(c, 64)));
+  // Pass 1's P slices need BV | K: a whole head only when K is a multiple of V.
+  ck.fusedPass1 = &r.slot(opSpec(fusedKernelSpec(c, c.K % c.V == 0 ? c.V : 64, 1)));
+  ck.fusedPass1Slice = &r.slot(opSpec(fusedKernelSpec(c, 64, 1)));
   std::lock_guard<std::mutex> lock(mu);
   memo[key] = ck;
   return ck;
@@ -217,8 +225,9 @@ struct Plan {
   std::array<int64_t, 3> prepareGrid{}, stateGrid{}, segmentGrid{}, mergeGrid{}, fusedGrid{};
 };
 
-// Prepare runs on the two-kernel path, and for pass 1 of a split.
-bool launchesPrepare(const Schedule &s) { return !s.fused || s.split; }
+// Prepare runs on the two-kernel path only (the fused kernel's pass 1 does
+// its own chunk-local work).
+bool launchesPrepare(const Schedule &s) { return !s.fused; }
 
 // The path a call asks for (ForwardParams::fused; where it leaves the choice
 // to the operator, QLA_GDN_FUSED=0 asks for the two-kernel path and
@@ -250,10 +259,15 @@ Plan buildPlan(const ForwardParams &p, const WorkspaceLayout &l, void *workspace
   plan.config = c;
   plan.kernels = kernelsFor(c);
   plan.schedule = l.schedule;
-  // The fused kernel of the schedule's V slice.
-  if (l.schedule.fused && l.schedule.fusedBv < c.V) plan.kernels.fused = plan.kernels.fusedSlice;
+  // The fused kernel of the schedule's V slice; with a split, its pass 1
+  // stands in for the state kernel's.
+  if (l.schedule.fused && l.schedule.fusedBv < c.V) {
+    plan.kernels.fused = plan.kernels.fusedSlice;
+    plan.kernels.fusedPass1 = plan.kernels.fusedPass1Slice;
+  }
   const bool split = l.schedule.split;
   const bool fused = l.schedule.fused;
+  if (fused) plan.kernels.segment = plan.kernels.fusedPass1;
   // Only the kernels this call launches are compiled.
   const KernelInfo *ip = nullptr, *is = nullptr, *iseg = nullptr, *imerge = nullptr, *ifu = nullptr;
   if (launchesPrepare(l.schedule)) {
@@ -270,7 +284,8 @@ Plan buildPlan(const ForwardParams &p, const WorkspaceLayout &l, void *workspace
   if (split) {
     iseg = &compiled(*plan.kernels.segment).info();
     imerge = &compiled(*plan.kernels.merge).info();
-    op::checkSignature(plan.kernels.segment->spec, *iseg, stateSignature(c), kContractDoc);
+    op::checkSignature(plan.kernels.segment->spec, *iseg, fused ? fusedSignature(c) : stateSignature(c),
+                       kContractDoc);
     op::checkSignature(plan.kernels.merge->spec, *imerge, mergeSignature(c), kContractDoc);
   }
 
@@ -281,10 +296,11 @@ Plan buildPlan(const ForwardParams &p, const WorkspaceLayout &l, void *workspace
   void *dummy = ws + l.dummy;
   using op::contiguousArg;
 
-  rt::TensorArg W = contiguousArg(ws + l.w, {B, T, Hv, K});
-  rt::TensorArg U = contiguousArg(ws + l.u, {B, T, Hv, V});
+  // (The fused path has no W, U, GC regions: the merge reads GC's shape only.)
+  rt::TensorArg W = contiguousArg(fused ? dummy : ws + l.w, {B, T, Hv, K});
+  rt::TensorArg U = contiguousArg(fused ? dummy : ws + l.u, {B, T, Hv, V});
   const int64_t TC = l.gcSlots;
-  rt::TensorArg GC = contiguousArg(ws + l.gc, {B, Hv, TC});
+  rt::TensorArg GC = contiguousArg(fused ? dummy : ws + l.gc, {B, Hv, TC});
   rt::TensorArg CU = c.varlen ? arg(*p.cu_seqlens) : contiguousArg(dummy, {1});
   rt::TensorArg H0 = c.initialState ? arg(*p.initial_state) : contiguousArg(dummy, {N, Hv, K, V});
   rt::TensorArg HT = c.finalState ? arg(*p.final_state) : contiguousArg(dummy, {N, Hv, K, V});
@@ -305,16 +321,17 @@ Plan buildPlan(const ForwardParams &p, const WorkspaceLayout &l, void *workspace
   plan.state.tensors = {arg(p.q), arg(p.k), W, U, GC, CU, H0, arg(p.o), HT, HS, LS, PH, PL, H, VN};
   plan.state.scalars = {scale, segChunks};
   plan.state.stream = p.stream;
+  if (fused) {
+    plan.fusedArgs.tensors = {arg(p.q), arg(p.k), arg(p.v), arg(p.g), arg(p.beta), CU, H0, HS, arg(p.o), HT,
+                              LS, PH, PL};
+    plan.fusedArgs.scalars = {scale, segChunks};
+    plan.fusedArgs.stream = p.stream;
+  }
   if (split) {
-    plan.segment = plan.state;
+    plan.segment = fused ? plan.fusedArgs : plan.state;
     plan.merge.tensors = {GC, CU, LS, PH, PL, HS};
     plan.merge.scalars = {segChunks};
     plan.merge.stream = p.stream;
-  }
-  if (fused) {
-    plan.fusedArgs.tensors = {arg(p.q), arg(p.k), arg(p.v), arg(p.g), arg(p.beta), CU, H0, HS, arg(p.o), HT};
-    plan.fusedArgs.scalars = {scale, segChunks};
-    plan.fusedArgs.stream = p.stream;
   }
 
   // Before any launches: what the runtime would refuse, with user-facing names.
@@ -331,6 +348,7 @@ Plan buildPlan(const ForwardParams &p, const WorkspaceLayout &l, void *workspace
     plan.fusedGrid = op::launchGrid(*ifu, plan.fusedArgs);
   }
   if (split) {
+    if (fused) op::checkAgainstKernel(plan.kernels.segment->spec, *iseg, plan.segment, userNames());
     plan.segmentGrid = op::launchGrid(*iseg, plan.segment);
     plan.mergeGrid = op::launchGrid(*imerge, plan.merge);
   }
@@ -557,7 +575,7 @@ KernelSpec segmentKernelSpec(const ForwardConfig &c) {
   return s;
 }
 
-KernelSpec fusedKernelSpec(const ForwardConfig &c, int64_t bv) {
+KernelSpec fusedKernelSpec(const ForwardConfig &c, int64_t bv, int pass) {
   // Every constant of prepare's (the chunk-local work) and the states' of
   // the state kernel's output pass; BV only where it is not the default (V).
   KernelSpec s = prepareKernelSpec(c);
@@ -568,6 +586,15 @@ KernelSpec fusedKernelSpec(const ForwardConfig &c, int64_t bv) {
     if (bv != 64 || c.V % bv != 0)
       fail("fused kernel: V slice " + std::to_string(bv) + " for V = " + std::to_string(c.V) + " (64 or V)");
     s.defines["BV"] = std::to_string(bv);
+  }
+  if (pass == 1) {
+    if (c.K % (bv != 0 ? bv : c.V) != 0)
+      fail("fused kernel pass 1: V slice " + std::to_string(bv != 0 ? bv : c.V) + " does not divide K = " +
+           std::to_string(c.K) + " (P's column slices)");
+    s.defines["PASS"] = "1";
+    s.defines["STORE_HT"] = "0";  // pass 1 writes segment states only
+  } else if (pass != 2) {
+    fail("fused kernel: pass " + std::to_string(pass) + " (1 or 2)");
   }
   return s;
 }
@@ -609,8 +636,8 @@ namespace {
 void warmupConfig(const ForwardConfig &c, bool loadOnGpu) {
   checkConfig(c);
   ConfigKernels ck = kernelsFor(c);
-  const std::initializer_list<op::KernelSlot *> slots = {ck.prepare, ck.state, ck.segment,
-                                                          ck.merge,   ck.fused, ck.fusedSlice};
+  const std::initializer_list<op::KernelSlot *> slots = {ck.prepare, ck.state,      ck.segment,    ck.merge,
+                                                          ck.fused,   ck.fusedSlice, ck.fusedPass1, ck.fusedPass1Slice};
   for (op::KernelSlot *k : slots) compiled(*k);
   if (loadOnGpu && rt::gpuAvailable()) {
     CUcontext ctx = op::currentOrPrimaryContext();
@@ -664,9 +691,8 @@ void launchForward(const ForwardParams &p, void *workspace, size_t workspaceByte
   checkWorkspace(p, l, workspace, workspaceBytes);
   CUcontext ctx = op::checkDevice(namedTensors(p, "o"), workspace, l.total);
   Plan plan = buildPlan(p, l, workspace);
-  // Launch order: prepare, (with a split) pass 1 and the merge, then pass 2
-  // (the state kernel, or the fused kernel, which needs prepare only for
-  // pass 1).
+  // Launch order: prepare (the two-kernel path), (with a split) pass 1 and
+  // the merge, then pass 2 (the state kernel, or the fused kernel).
   std::vector<op::LaunchStep> steps;
   if (launchesPrepare(plan.schedule)) steps.push_back({plan.kernels.prepare, &plan.prepare});
   if (plan.schedule.split) {

@@ -64,93 +64,119 @@ Schedule forwardSchedule(const ForwardShape &s, const MachineModel &m, int64_t f
   } else {
     scen.push_back({N, total});
   }
-  std::vector<int64_t> cands = {kNoSplit};
+  std::vector<int64_t> cands;
   for (const Scenario &c : scen)
     for (int64_t ns = 2; ns <= 64 && ns <= c.chunks; ++ns) cands.push_back(cdiv(c.chunks, ns));
-  for (Scenario &c : scen) {
-    c.best = cost(c.seqs, c.chunks, kNoSplit);
-    for (int64_t ls : cands) c.best = std::min(c.best, cost(c.seqs, c.chunks, ls));
-  }
-  auto regret = [&](int64_t ls) {
-    double r = 0;
-    for (const Scenario &c : scen) r = std::max(r, cost(c.seqs, c.chunks, ls) / c.best);
-    return r;
+
+  // Each path's whole forward for a scenario. Two-kernel: prepare (parallel
+  // over every chunk and v-head) plus the recurrence as above.
+  auto prepareUs = [&](const Scenario &c) {
+    return double(c.seqs * c.chunks * s.Hv) * m.prepareChunkHeadUs / double(m.sms);
+  };
+  auto twoKernelUs = [&](const Scenario &c, int64_t ls) { return prepareUs(c) + cost(c.seqs, c.chunks, ls); };
+  // Fused, one CTA per SM for each (segment, v-head, V slice of bv columns),
+  // every chunk step of a segment on its CTA's chain: the 64-wide slice
+  // doubles the CTAs (and the chunk-local work), the whole head takes one CTA
+  // per head and a longer step. Split: pass 1 (L's V slices and P's column
+  // slices of every segment but the last, P not for the first), the merge's
+  // chain, pass 2.
+  auto fusedUs = [&](const Scenario &c, int64_t ls, int64_t bv) {
+    const int64_t heads = c.seqs * s.Hv, ns = cdiv(c.chunks, ls);
+    const double step = bv < s.V ? m.fusedChunkUs : m.fusedHeadChunkUs;
+    if (ns <= 1) return double(cdiv(heads * cdiv(s.V, bv), m.sms)) * (double(c.chunks) * step + m.waveStartUs);
+    const int64_t bv1 = s.K % bv == 0 ? bv : 64;  // P's column slices need bv | K
+    const double step1 = bv1 < s.V ? m.fusedPass1ChunkUs : m.fusedPass1HeadChunkUs;
+    const int64_t units1 = heads * ((ns - 1) * cdiv(s.V, bv1) + (ns - 2) * cdiv(s.K, bv1));
+    const double pass1 = double(cdiv(units1, m.sms)) * (double(ls) * step1 + m.waveStartUs);
+    const double pass2 = double(cdiv(heads * ns * cdiv(s.V, bv), m.sms)) * (double(ls) * step + m.waveStartUs);
+    return pass1 + m.mergeStepUs * double(ns - 2) + 2 * m.launchUs + pass2;
+  };
+
+  // One path's choice among its options (a segment length, and for the fused
+  // kernel a V slice): the option whose worse ratio, over the scenarios, to
+  // that scenario's best option is smallest; a split only for a clear gain
+  // (the model is a model) over the best unsplit option. `force` > 0 fixes
+  // the segment length, -1 forbids a split.
+  struct Option {
+    int64_t ls, bv;
+  };
+  auto choose = [&](auto time, const std::vector<int64_t> &bvs) {
+    std::vector<Option> opts;
+    for (int64_t bv : bvs) {
+      if (force > 0) {
+        opts.push_back({force, bv});
+        continue;
+      }
+      opts.push_back({kNoSplit, bv});
+      if (force == 0)
+        for (int64_t ls : cands) opts.push_back({ls, bv});
+    }
+    std::vector<double> best(scen.size(), 0);
+    for (size_t i = 0; i < scen.size(); ++i) {
+      best[i] = time(scen[i], opts[0]);
+      for (const Option &o : opts) best[i] = std::min(best[i], time(scen[i], o));
+    }
+    auto regret = [&](const Option &o) {
+      double r = 0;
+      for (size_t i = 0; i < scen.size(); ++i) r = std::max(r, time(scen[i], o) / best[i]);
+      return r;
+    };
+    // Unsplit (or forced) options first, in the order given (ties: the first).
+    Option pick = opts[0];
+    double pr = regret(pick);
+    for (const Option &o : opts)
+      if ((o.ls == kNoSplit || force > 0) && regret(o) < pr) {
+        pick = o;
+        pr = regret(o);
+      }
+    if (force != 0) return pick;
+    double bar = pr * 0.85;
+    for (const Option &o : opts) {
+      if (o.ls == kNoSplit) continue;
+      const double r = regret(o);
+      if (r < bar || (r == bar && pick.ls != kNoSplit && o.ls > pick.ls)) {
+        bar = r;
+        pick = o;
+      }
+    }
+    return pick;
   };
 
   Schedule best;
-  if (force > 0) {
-    best.segChunks = force;
-  } else if (force == 0) {
-    // Split only for a clear gain: the model is a model.
-    double bestRegret = regret(kNoSplit) * 0.85;
-    for (int64_t ls : cands) {
-      const double r = regret(ls);
-      if (r < bestRegret || (r == bestRegret && ls > best.segChunks && best.segChunks != kNoSplit)) {
-        bestRegret = r;
-        best.segChunks = ls;
-      }
-    }
+  const Option two = choose([&](const Scenario &c, const Option &o) { return twoKernelUs(c, o.ls); },
+                            std::vector<int64_t>{s.V});
+  // The fused kernel's V slices: a whole head first (ties), then 64 columns;
+  // forceBv (64 or V) keeps one.
+  std::vector<int64_t> bvs = {s.V};
+  if (s.V > 64) {
+    if (forceBv == 64) bvs = {64};
+    else if (forceBv != s.V) bvs.push_back(64);
   }
-  best.predictedUs = cost(scen[0].seqs, scen[0].chunks, best.segChunks);
+  auto fusedTime = [&](const Scenario &c, const Option &o) { return fusedUs(c, o.ls, o.bv); };
+  const Option fused = choose(fusedTime, bvs);
+  best.twoKernelUs = twoKernelUs(scen[0], two.ls);
+  best.fusedUs = fusedTime(scen[0], fused);
+  // The path: as for the options, the one whose worse ratio to the better
+  // path, over the scenarios, is smaller (ties: the two-kernel path).
+  bool goFused = fusedMode == 1;
+  if (fusedMode == 0) {
+    double rf = 0, rt = 0;
+    for (const Scenario &c : scen) {
+      const double x = fusedTime(c, fused), y = twoKernelUs(c, two.ls);
+      rf = std::max(rf, x / std::min(x, y));
+      rt = std::max(rt, y / std::min(x, y));
+    }
+    goFused = rf < rt;
+  }
+  const Option &o = goFused ? fused : two;
+  best.fused = goFused;
+  best.fusedBv = goFused ? fused.bv : 0;
+  best.segChunks = o.ls;
+  best.predictedUs = goFused ? best.fusedUs : cost(scen[0].seqs, scen[0].chunks, o.ls);
   // The passes run whenever some sequence can have more than one segment.
   best.split = best.segChunks < kNoSplit && total > best.segChunks;
   if (!best.split) best.segChunks = kNoSplit;
   best.numIds = segmentIds(s, best.segChunks);
-
-  // The path. Two-kernel: prepare (parallel over every chunk and v-head)
-  // plus the recurrence as scheduled above. Fused: one CTA per SM for each
-  // (sequence, v-head, V slice), every chunk step on the CTA's chain.
-  auto prepareUs = [&](const Scenario &c) {
-    return double(c.seqs * c.chunks * s.Hv) * m.prepareChunkHeadUs / double(m.sms);
-  };
-  // Fused, each CTA taking a V slice of bv columns: the 64-wide slice
-  // doubles the CTAs (and the chunk-local work), the whole head takes one
-  // CTA per head and a longer step.
-  auto fusedBvUs = [&](const Scenario &c, int64_t bv) {
-    const int64_t units = c.seqs * s.Hv * cdiv(s.V, bv);
-    const double step = bv < s.V ? m.fusedChunkUs : m.fusedHeadChunkUs;
-    return double(cdiv(units, m.sms)) * (double(c.chunks) * step + m.waveStartUs);
-  };
-  // Of two choices timed by a(c) and b(c), whether a's worse ratio to the
-  // better one, over the scenarios, is smaller than b's (ties: false).
-  auto aWins = [&](auto a, auto b) {
-    double ra = 0, rb = 0;
-    for (const Scenario &c : scen) {
-      const double x = a(c), y = b(c);
-      ra = std::max(ra, x / std::min(x, y));
-      rb = std::max(rb, y / std::min(x, y));
-    }
-    return ra < rb;
-  };
-  // The slice for the scenarios, as for the path below.
-  const int64_t fusedBv = [&] {
-    if (s.V <= 64) return s.V;
-    if (forceBv == 64 || forceBv == s.V) return forceBv;
-    return aWins([&](const Scenario &c) { return fusedBvUs(c, 64); },
-                 [&](const Scenario &c) { return fusedBvUs(c, s.V); })
-               ? int64_t(64)
-               : s.V;
-  }();
-  auto fusedUs = [&](const Scenario &c) { return fusedBvUs(c, fusedBv); };
-  // The fused path splits only when forced.
-  auto goFused = [&] {
-    best.fused = true;
-    best.fusedBv = fusedBv;
-    if (force > 0) return;
-    best.split = false;
-    best.segChunks = kNoSplit;
-    best.numIds = segmentIds(s, kNoSplit);
-  };
-  if (fusedMode == 1) {
-    goFused();
-  } else if (fusedMode == 0 && force <= 0) {
-    // As for the split: the path whose worse ratio to the better path, over
-    // the scenarios, is smaller.
-    auto twoKernelUs = [&](const Scenario &c) { return prepareUs(c) + cost(c.seqs, c.chunks, best.segChunks); };
-    best.fusedUs = fusedUs(scen[0]);
-    best.twoKernelUs = prepareUs(scen[0]) + best.predictedUs;
-    if (aWins(fusedUs, twoKernelUs)) goFused();
-  }
   return best;
 }
 

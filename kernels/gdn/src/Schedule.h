@@ -48,18 +48,26 @@ struct MachineModel {
   // math warpgroup per 64 columns of V), and the prepare kernel's SM time
   // per chunk and v-head, measured on the H200 (bench/gdn_paths.py,
   // bench/gdn_kernel_split.py, docs/performance.md; the fused steps from the
-  // fifth session's runs: 16/64 and 8/32 at 1x32768 (64-wide slices, one
-  // wave) 1.554 and 1.559 ms over 512 chunks, at 8192x4 (whole heads, two
-  // waves and one) 1.082 and 0.543 ms over 128 chunks).
-  double fusedChunkUs = 3.03;
-  double fusedHeadChunkUs = 4.20;
+  // sixth session's runs (bench/results/gdn_fused_split_pass1_h200_2026-12-01.log):
+  // 16/64 and 8/32 at 1x32768 (64-wide slices, one wave) 1.511 and 1.496 ms
+  // over 512 chunks, at 8192x4 (whole heads, two waves and one) 1.026 and
+  // 0.501 ms over 128 chunks).
+  double fusedChunkUs = 2.92;
+  double fusedHeadChunkUs = 3.9;
+  // The fused kernel's pass 1 (context parallelism: segment end states and
+  // transitions, no output), its chunk step per CTA likewise, from the same
+  // runs' split rows (2/8 1x32768 in segments of 64 chunks, 0.471 ms, and of
+  // 64-wide slices, 0.540 ms, less the model's pass 2 and merge).
+  double fusedPass1ChunkUs = 2.5;
+  double fusedPass1HeadChunkUs = 3.1;
   double prepareChunkHeadUs = 4.58;
 };
 
 // `force`: 0 picks by the model; -1 never splits; n > 0 segments of n chunks.
-// `fusedMode`: -1 the two-kernel path (prepare + state); 1 the fused kernel
-// (split only when forced); 0 the model picks the path (fused only without a
-// split), weighing the same scenarios as the split.
+// `fusedMode`: -1 the two-kernel path (prepare + state); 1 the fused kernel;
+// 0 the model picks the path, weighing the same scenarios as the split. Each
+// path takes its own segment length (its pass 1, merge and pass 2 against
+// its unsplit time), unless `force` sets it.
 // `fusedBv`: 0 lets the model pick the fused kernel's V slice; 64 or V force it.
 Schedule forwardSchedule(const ForwardShape &s, const MachineModel &m, int64_t force = 0, int fusedMode = -1,
                          int64_t fusedBv = 0);

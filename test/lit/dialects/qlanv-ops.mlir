@@ -24,8 +24,6 @@ func.func @rings() {
   qlanv.barrier_wait %full[%slot], %phase : !qlanv.barriers<4>
   // CHECK: qlanv.barrier_arrive %[[EMPTY]][%[[SLOT]]] : <4>
   qlanv.barrier_arrive %empty[%slot] : !qlanv.barriers<4>
-  // CHECK: qlanv.barrier_arrive %[[EMPTY]][%[[SLOT]]] {perWarpgroup} : <4>
-  qlanv.barrier_arrive %empty[%slot] {perWarpgroup} : !qlanv.barriers<4>
   // CHECK: qlanv.barrier_arrive_expect_tx %[[FULL]][%[[SLOT]]], 49152 : <4>
   qlanv.barrier_arrive_expect_tx %full[%slot], 49152 : !qlanv.barriers<4>
   // CHECK: qlanv.ring_advance %[[RING]] : <4>

@@ -4,16 +4,16 @@
 // RUN: %qla-opt %s -split-input-file -qla-lower-channels | FileCheck %s
 
 // A compute put: every thread of role "aux" waits for the slot to be empty,
-// stores its part of the fragment (then fence.proxy.async), the role's named
-// barrier (id 1: the first role), then one elected thread arms `full` with
-// the bytes of the put's TMA copy only (64*64*2) and issues it. `full` keeps
-// one arrival per phase.
+// stores its part of the fragment (then fence.proxy.async); one elected
+// thread arms `full` with the bytes of the put's TMA copy only (64*64*2,
+// expect_tx without an arrival) and issues it; then every thread arrives, with
+// no barrier among them: `full` expects the role's 128 arrivals.
 // CHECK-LABEL: func.func @compute_put
 // CHECK-NEXT: %[[BUFM:.*]] = qla.alloc_shared {count = 2 : i64} : <64x64xbf16, swizzle 128>
 // CHECK-NEXT: %[[BUFU:.*]] = qla.alloc_shared {count = 2 : i64} : <64x64xbf16, swizzle 128>
-// CHECK-NEXT: %[[FULL:.*]] = qlanv.barriers {arrivals = 1 : i64} : <2>
+// CHECK-NEXT: %[[FULL:.*]] = qlanv.barriers {arrivals = 128 : i64} : <2>
 // CHECK-NEXT: qlanv.barrier_init %[[FULL]] : <2>
-// CHECK-NEXT: %[[EMPTY:.*]] = qlanv.barriers {arrivals = 1 : i64} : <2>
+// CHECK-NEXT: %[[EMPTY:.*]] = qlanv.barriers {arrivals = 128 : i64} : <2>
 // CHECK: qla.role "aux" warpgroups 0 to 0 regs 0 {
 // CHECK-NEXT: %[[PR:.*]] = qlanv.ring "mid.put" : <2>
 // CHECK-NEXT: %[[F:.*]] = qla.alloc_frag
@@ -26,18 +26,19 @@
 // CHECK-NEXT: %[[SU:.*]] = qlanv.slot %[[BUFU]][%[[PS]]]
 // CHECK-NEXT: qla.copy %[[F]] -> %[[SM]] {qla.slot_fill}
 // CHECK-NEXT: qlanv.fence_proxy_async
-// CHECK-NEXT: qlanv.named_barrier 1, 128
 // CHECK-NEXT: qlanv.elect {
-// CHECK-NEXT: qlanv.barrier_arrive_expect_tx %[[FULL]][%[[PS]]], 8192 : <2>
+// CHECK-NEXT: qlanv.barrier_arrive_expect_tx %[[FULL]][%[[PS]]], 8192 {noArrive} : <2>
 // CHECK-NEXT: qlanv.tma_load %{{.*}} -> %[[SU]], %[[FULL]][%[[PS]]]
 // CHECK-NEXT: }
+// CHECK-NEXT: qlanv.barrier_arrive %[[FULL]][%[[PS]]] : <2>
 // CHECK-NEXT: qlanv.ring_advance %[[PR]] : <2>
 // CHECK-NOT: qla.put
-// The consumer is unchanged: wait full, gemm on the slot, release.
+// The consumer is unchanged: wait full, gemm on the slot, release (every
+// thread arrives: `empty` expects the role's 128).
 // CHECK: qla.role "math" warpgroups 1 to 1 regs 0 {
 // CHECK: qlanv.barrier_wait %[[FULL]]
 // CHECK: qla.gemm
-// CHECK-NEXT: qlanv.barrier_arrive %[[EMPTY]][%{{.*}}] {perWarpgroup} : <2>
+// CHECK-NEXT: qlanv.barrier_arrive %[[EMPTY]][%{{.*}}] : <2>
 func.func @compute_put(%A: !qla.global<bf16, 2>, %i: index) attributes {qla.threads = 256 : i64} {
   %ch = qla.channel "mid" : !qla.channel<[!qla.smem<64x64xbf16, swizzle 128>, !qla.smem<64x64xbf16, swizzle 128>], 2>
   qla.role "aux" warpgroups 0 to 0 regs 0 {
@@ -60,11 +61,12 @@ func.func @compute_put(%A: !qla.global<bf16, 2>, %i: index) attributes {qla.thre
 
 // -----
 
-// Two consumer roles (1 + 2 warpgroups): `empty` expects 3 arrivals, and
+// Two consumer roles (1 + 2 warpgroups): `empty` expects 384 arrivals (one
+// per consumer thread), and
 // each consumer role keeps its own ring cursor over the same barriers.
 // CHECK-LABEL: func.func @two_consumers
 // CHECK: %[[FULL:.*]] = qlanv.barriers {arrivals = 1 : i64} : <2>
-// CHECK: %[[EMPTY:.*]] = qlanv.barriers {arrivals = 3 : i64} : <2>
+// CHECK: %[[EMPTY:.*]] = qlanv.barriers {arrivals = 384 : i64} : <2>
 // CHECK: qla.role "load"
 // CHECK-NEXT: qlanv.ring "inp.put" : <2>
 // CHECK: qla.role "aux" warpgroups 1 to 1
@@ -73,14 +75,14 @@ func.func @compute_put(%A: !qla.global<bf16, 2>, %i: index) attributes {qla.thre
 // CHECK-NEXT: %[[S1:.*]] = qlanv.ring_slot %[[R1]]
 // CHECK-NEXT: %[[P1:.*]] = qlanv.ring_phase %[[R1]]
 // CHECK-NEXT: qlanv.barrier_wait %[[FULL]][%[[S1]]], %[[P1]]
-// CHECK: qlanv.barrier_arrive %[[EMPTY]][%[[S1]]] {perWarpgroup}
+// CHECK: qlanv.barrier_arrive %[[EMPTY]][%[[S1]]] :
 // CHECK-NEXT: qlanv.ring_advance %[[R1]]
 // CHECK: qla.role "math" warpgroups 2 to 3
 // CHECK-NEXT: %[[R2:.*]] = qlanv.ring "inp.get.math" : <2>
 // CHECK-NEXT: %[[S2:.*]] = qlanv.ring_slot %[[R2]]
 // CHECK-NEXT: %[[P2:.*]] = qlanv.ring_phase %[[R2]]
 // CHECK-NEXT: qlanv.barrier_wait %[[FULL]][%[[S2]]], %[[P2]]
-// CHECK: qlanv.barrier_arrive %[[EMPTY]][%[[S2]]] {perWarpgroup}
+// CHECK: qlanv.barrier_arrive %[[EMPTY]][%[[S2]]] :
 // CHECK-NEXT: qlanv.ring_advance %[[R2]]
 func.func @two_consumers(%A: !qla.global<bf16, 2>, %i: index) attributes {qla.threads = 512 : i64} {
   %ch = qla.channel "inp" : !qla.channel<[!qla.smem<64x64xbf16, swizzle 128>], 2>
@@ -107,15 +109,15 @@ func.func @two_consumers(%A: !qla.global<bf16, 2>, %i: index) attributes {qla.th
 
 // -----
 
-// Nesting: aux's put of `mid` (a store only: a plain elected arrive) sits in
+// Nesting: aux's put of `mid` (a store only: every thread arrives) sits in
 // its get of `inp`; math's get of `mid` in its get of `inp`, and reads the
-// slot with threads, so its role's barrier (id 3) comes before its release.
+// slot with threads: each thread releases after its own reads, no barrier.
 // Each get releases at the end of its own body, the inner one first.
 // CHECK-LABEL: func.func @nested
 // CHECK: %[[IFULL:.*]] = qlanv.barriers {arrivals = 1 : i64} : <2>
-// CHECK: %[[IEMPTY:.*]] = qlanv.barriers {arrivals = 2 : i64} : <2>
-// CHECK: %[[MFULL:.*]] = qlanv.barriers {arrivals = 1 : i64} : <2>
-// CHECK: %[[MEMPTY:.*]] = qlanv.barriers {arrivals = 1 : i64} : <2>
+// CHECK: %[[IEMPTY:.*]] = qlanv.barriers {arrivals = 256 : i64} : <2>
+// CHECK: %[[MFULL:.*]] = qlanv.barriers {arrivals = 128 : i64} : <2>
+// CHECK: %[[MEMPTY:.*]] = qlanv.barriers {arrivals = 128 : i64} : <2>
 // CHECK: qla.role "aux"
 // CHECK: qlanv.barrier_wait %[[IFULL]]
 // CHECK: qla.gemm
@@ -123,10 +125,7 @@ func.func @two_consumers(%A: !qla.global<bf16, 2>, %i: index) attributes {qla.th
 // CHECK: qlanv.barrier_wait %[[MEMPTY]][%[[MS]]]
 // CHECK: qla.copy {{.*}} {qla.slot_fill}
 // CHECK-NEXT: qlanv.fence_proxy_async
-// CHECK-NEXT: qlanv.named_barrier 2, 128
-// CHECK-NEXT: qlanv.elect {
 // CHECK-NEXT: qlanv.barrier_arrive %[[MFULL]][%[[MS]]] : <2>
-// CHECK-NEXT: }
 // CHECK-NEXT: qlanv.ring_advance
 // CHECK-NEXT: qlanv.barrier_arrive %[[IEMPTY]]
 // CHECK: qla.role "math"
@@ -134,7 +133,6 @@ func.func @two_consumers(%A: !qla.global<bf16, 2>, %i: index) attributes {qla.th
 // CHECK: qlanv.barrier_wait %[[MFULL]]
 // CHECK: qla.copy
 // CHECK-NEXT: qla.gemm
-// CHECK-NEXT: qlanv.named_barrier 3, 128
 // CHECK-NEXT: qlanv.barrier_arrive %[[MEMPTY]]
 // CHECK-NEXT: qlanv.ring_advance
 // CHECK-NEXT: qlanv.barrier_arrive %[[IEMPTY]]

@@ -12,7 +12,7 @@
 // CHECK-NEXT: %[[BUFB:.*]] = qla.alloc_shared {count = 4 : i64} : <256x64xbf16, swizzle 128>
 // CHECK-NEXT: %[[FULL:.*]] = qlanv.barriers {arrivals = 1 : i64} : <4>
 // CHECK-NEXT: qlanv.barrier_init %[[FULL]] : <4>
-// CHECK-NEXT: %[[EMPTY:.*]] = qlanv.barriers {arrivals = 2 : i64} : <4>
+// CHECK-NEXT: %[[EMPTY:.*]] = qlanv.barriers {arrivals = 256 : i64} : <4>
 // CHECK-NEXT: qlanv.barrier_init %[[EMPTY]] : <4>
 // CHECK-NEXT: qlanv.block_sync
 // CHECK-NOT: qla.channel
@@ -50,7 +50,7 @@
 // CHECK-NEXT: %[[GA:.*]] = qlanv.slot %[[BUFA]][%[[GS]]] : <128x64xbf16, swizzle 128>
 // CHECK-NEXT: %[[GB:.*]] = qlanv.slot %[[BUFB]][%[[GS]]] : <256x64xbf16, swizzle 128>
 // CHECK-NEXT: qla.gemm %[[GA]], %[[GB]], %[[ACC]] {accumulate, transB}
-// CHECK-NEXT: qlanv.barrier_arrive %[[EMPTY]][%[[GS]]] {perWarpgroup} : <4>
+// CHECK-NEXT: qlanv.barrier_arrive %[[EMPTY]][%[[GS]]] : <4>
 // CHECK-NEXT: qlanv.ring_advance %[[GR]] : <4>
 // CHECK-NOT: qla.get
 func.func @gemm(%A: !qla.global<bf16, 2>, %B: !qla.global<bf16, 2>, %K: index, %m0: index, %n0: index) attributes {qla.threads = 384 : i64} {
@@ -86,19 +86,19 @@ func.func @gemm(%A: !qla.global<bf16, 2>, %B: !qla.global<bf16, 2>, %K: index, %
 
 // Two channels, 3 consumer warpgroups: each channel has its own buffers,
 // barrier pair and, in each role, its own ring; `empty` expects one arrival
-// per consumer warpgroup; expect_tx counts every tile of the slot
+// per consumer thread; expect_tx counts every tile of the slot
 // (64*64*2 = 8192; 128*64*2 + 64*32*4 = 24576).
 // CHECK-LABEL: func.func @two_channels
 // CHECK-NEXT: %[[XBUF:.*]] = qla.alloc_shared {count = 2 : i64} : <64x64xf16, swizzle 128>
 // CHECK-NEXT: %[[XFULL:.*]] = qlanv.barriers {arrivals = 1 : i64} : <2>
 // CHECK-NEXT: qlanv.barrier_init %[[XFULL]] : <2>
-// CHECK-NEXT: %[[XEMPTY:.*]] = qlanv.barriers {arrivals = 3 : i64} : <2>
+// CHECK-NEXT: %[[XEMPTY:.*]] = qlanv.barriers {arrivals = 384 : i64} : <2>
 // CHECK-NEXT: qlanv.barrier_init %[[XEMPTY]] : <2>
 // CHECK-NEXT: %[[YBUF0:.*]] = qla.alloc_shared {count = 3 : i64} : <128x64xbf16, swizzle 128>
 // CHECK-NEXT: %[[YBUF1:.*]] = qla.alloc_shared {count = 3 : i64} : <64x32xf32, swizzle 128>
 // CHECK-NEXT: %[[YFULL:.*]] = qlanv.barriers {arrivals = 1 : i64} : <3>
 // CHECK-NEXT: qlanv.barrier_init %[[YFULL]] : <3>
-// CHECK-NEXT: %[[YEMPTY:.*]] = qlanv.barriers {arrivals = 3 : i64} : <3>
+// CHECK-NEXT: %[[YEMPTY:.*]] = qlanv.barriers {arrivals = 384 : i64} : <3>
 // CHECK-NEXT: qlanv.barrier_init %[[YEMPTY]] : <3>
 // CHECK-NEXT: qlanv.block_sync
 // CHECK-NEXT: qla.role "load"
@@ -122,7 +122,7 @@ func.func @gemm(%A: !qla.global<bf16, 2>, %B: !qla.global<bf16, 2>, %K: index, %
 // CHECK: %[[XG:.*]] = qlanv.ring_slot %[[XGET]] : <2>
 // CHECK-NEXT: %[[XP:.*]] = qlanv.ring_phase %[[XGET]] : <2>
 // CHECK-NEXT: qlanv.barrier_wait %[[XFULL]][%[[XG]]], %[[XP]] : <2>
-// CHECK: qlanv.barrier_arrive %[[XEMPTY]][%[[XG]]] {perWarpgroup} : <2>
+// CHECK: qlanv.barrier_arrive %[[XEMPTY]][%[[XG]]] : <2>
 // CHECK-NEXT: qlanv.ring_advance %[[XGET]] : <2>
 // CHECK: %[[YG:.*]] = qlanv.ring_slot %[[YGET]] : <3>
 // CHECK-NEXT: %[[YP:.*]] = qlanv.ring_phase %[[YGET]] : <3>
@@ -130,10 +130,9 @@ func.func @gemm(%A: !qla.global<bf16, 2>, %B: !qla.global<bf16, 2>, %K: index, %
 // CHECK-NEXT: qlanv.slot %[[YBUF0]][%[[YG]]]
 // CHECK-NEXT: %[[W:.*]] = qlanv.slot %[[YBUF1]][%[[YG]]]
 // CHECK-NEXT: qla.copy %[[W]] -> %{{.*}} : !qla.smem<64x32xf32, swizzle 128> -> !qla.frag<64x32xf32>
-// The copy reads the slot with threads: the role's barrier (id 2, 3
-// warpgroups) before the one arrival per warpgroup that frees the slot.
-// CHECK-NEXT: qlanv.named_barrier 2, 384
-// CHECK-NEXT: qlanv.barrier_arrive %[[YEMPTY]][%[[YG]]] {perWarpgroup} : <3>
+// The copy reads the slot with threads: each thread arrives after its own
+// reads (384 arrivals free the slot), with no barrier among the role's threads.
+// CHECK-NEXT: qlanv.barrier_arrive %[[YEMPTY]][%[[YG]]] : <3>
 // CHECK-NEXT: qlanv.ring_advance %[[YGET]] : <3>
 func.func @two_channels(%A: !qla.global<f16, 2>, %B: !qla.global<bf16, 2>, %W: !qla.global<f32, 2>, %i: index) attributes {qla.threads = 512 : i64} {
   %x = qla.channel "x" : !qla.channel<[!qla.smem<64x64xf16, swizzle 128>], 2>

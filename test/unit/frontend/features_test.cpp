@@ -312,6 +312,45 @@ TEST_CASE("features: fragment element picks outside parallel blocks", "[features
                     "before the put)");
 }
 
+TEST_CASE("features: element reads of a get's slot tile", "[features][channels]") {
+  // Outside parallel blocks, s[i] / s[i, j] of a get's slot tile is a uniform
+  // float (SlotPickExpr): one shared load per thread.
+  auto head = [](const std::string &getBody) {
+    return "kernel r(A: bf16[M, K], G: f32[M]) grid(1) threads(256)\n{\n"
+           "channel ch: { a: bf16[64, 32], g: f32[64] } depth(2)\n"
+           "role p: warpgroup 0 { put ch -> (a, g) { copy A[0 :+ 64, 0 :+ 32] -> a\n copy G[0 :+ 64] -> g } }\n"
+           "role q: warpgroup 1 { get ch -> (x, gs) { " +
+           getBody + " } }\n}\n";
+  };
+  auto m = ok(head("let v = gs[63]\n let w = x[1, 2] * v"));
+  RoleStmt *q = nullptr;
+  for (auto &st : m->kernels[0]->body.stmts)
+    if (auto *r = as<RoleStmt>(st.get()); r && r->name == "q") q = r;
+  REQUIRE(q);
+  auto &get = nth<SlotStmt>(q->body, 0);
+  auto &v = nth<LetDecl>(get.body, 0);
+  REQUIRE(v.init->kind == ExprKind::SlotPick);
+  CHECK(v.init->type == ScalarType::Float);
+  CHECK(as<SlotPickExpr>(v.init.get())->slot == get.bindings[1].get());
+  auto *mul = as<BinaryExpr>(nth<LetDecl>(get.body, 1).init.get());
+  REQUIRE(mul);
+  CHECK(mul->lhs->kind == ExprKind::SlotPick);  // a 2-D slot tile too
+  CHECK(mul->rhs->kind == ExprKind::Name);
+  CHECK(err(head("let v = gs[64]")) == "t.qla:6:54: error: index 64 is out of range for dim 0 of slot tile 'gs' (extent 64)");
+  CHECK(err(head("let v = gs[0, 1]")) == "t.qla:6:51: error: slot tile 'gs' has rank 1 but is indexed with 2 indexes");
+  CHECK(err(head("let v = gs[0.5]")) == "t.qla:6:54: error: a slot tile index must be an int, got float");
+  // A put only writes its slot.
+  const std::string put =
+      "kernel r(A: bf16[M, K]) grid(1) threads(256)\n{\nchannel ch: { a: bf16[64, 32] } depth(2)\n"
+      "role p: warpgroup 0 { put ch -> (a) { copy A[i32(a[0, 0]) :+ 64, 0 :+ 32] -> a } }\n"
+      "role q: warpgroup 1 { get ch -> (x) { } }\n}\n";
+  CHECK(err(put).find("'a' is a put's slot tile: a put only writes its slot") != std::string::npos);
+  // Inside a parallel block a slot tile still cannot be indexed (copy it into a fragment).
+  CHECK(err(head("frag h: f32[64]\n for (i) in parallel(64) { h[i] = gs[i] }")) ==
+        "t.qla:7:35: error: 'gs' is a channel slot tile (shared); only fragment elements can be read (copy it into a "
+        "fragment first)");
+}
+
 //===----------------------------------------------------------------------===//
 // 4. Mutable vars
 //===----------------------------------------------------------------------===//

@@ -78,8 +78,8 @@ Expected expectedSignature(const KernelSpec &spec, const ForwardConfig &c) {
             {dt, dt, dt, dt, f32, cu, f32, dt, f32, f32, f32, bf, bf, dt, dt},
             {scale, ls}};
   if (spec.file == "gdn_fwd_fused.qla")
-    return {{"Q", "Kt", "Vt", "G", "Beta", "CU", "H0", "HS", "O", "HT"},
-            {dt, dt, dt, gt, bt, cu, f32, f32, dt, f32},
+    return {{"Q", "Kt", "Vt", "G", "Beta", "CU", "H0", "HS", "O", "HT", "LS", "PH", "PL"},
+            {dt, dt, dt, gt, bt, cu, f32, f32, dt, f32, f32, bf, bf},
             {scale, ls}};
   if (spec.file == "gdn_bwd_dh.qla")
     return {{"Q", "Kt", "W", "DO", "GC", "CU", "H", "DHT", "DH", "DVD", "DH0", "SD", "GS", "LS", "PH", "PL"},
@@ -171,10 +171,12 @@ int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 TEST_CASE("GDN: specializations", "[gdn][kernels]") {
   std::vector<ForwardConfig> all = qla::gdn::allForwardConfigs();
   CHECK(all.size() == 768);
-  std::set<std::string> distinct, prep, state, segment, merge, fused, sliced;
+  std::set<std::string> distinct, prep, state, segment, merge, fused, sliced, pass1, pass1Sliced;
   for (auto &c : all) {
     fused.insert(qla::gdn::fusedKernelSpec(c).str());
     sliced.insert(qla::gdn::fusedKernelSpec(c, 64).str());
+    pass1.insert(qla::gdn::fusedKernelSpec(c, c.K % c.V == 0 ? 0 : 64, 1).str());
+    pass1Sliced.insert(qla::gdn::fusedKernelSpec(c, 64, 1).str());
     distinct.insert(c.str());
     prep.insert(qla::gdn::prepareKernelSpec(c).str());
     state.insert(qla::gdn::stateKernelSpec(c).str());
@@ -191,6 +193,13 @@ TEST_CASE("GDN: specializations", "[gdn][kernels]") {
   size_t shared = 0;
   for (const std::string &f : sliced) shared += fused.count(f);
   CHECK(shared == 768 / 2);
+  // The fused pass 1 never stores the final state; its 64-wide variant is
+  // another kernel only where K = V = 128.
+  CHECK(pass1.size() == 384);
+  CHECK(pass1Sliced.size() == 384);
+  shared = 0;
+  for (const std::string &f : pass1Sliced) shared += pass1.count(f);
+  CHECK(shared == 384 - 96);
 
   ForwardConfig c;
   c.varlen = true;
@@ -217,6 +226,15 @@ TEST_CASE("GDN: specializations", "[gdn][kernels]") {
         "gdn_fwd_fused.qla -D BT=f32 -D BV=64 -D CT=i64 -D DK=128 -D DT=bf16 -D DV=128 -D GT=f32 -D HAS_H0=1 -D "
         "L2NORM=0 -D STORE_HT=0 -D VARLEN=1");
   CHECK_THROWS_WITH(qla::gdn::fusedKernelSpec(c, 32), Catch::Contains("V slice 32"));
+  CHECK(qla::gdn::fusedKernelSpec(c, 0, 1).str() ==
+        "gdn_fwd_fused.qla -D BT=f32 -D CT=i64 -D DK=128 -D DT=bf16 -D DV=128 -D GT=f32 -D HAS_H0=1 -D L2NORM=0 -D "
+        "PASS=1 -D STORE_HT=0 -D VARLEN=1");
+  CHECK_THROWS_WITH(qla::gdn::fusedKernelSpec(c, 0, 3), Catch::Contains("pass 3"));
+  {
+    ForwardConfig k64 = c;
+    k64.K = 64;  // P's 128-wide column slices would not fit in K = 64
+    CHECK_THROWS_WITH(qla::gdn::fusedKernelSpec(k64, 0, 1), Catch::Contains("does not divide K = 64"));
+  }
 
   // A call's configuration.
   std::vector<int64_t> offs = {0, 3, 100};
@@ -258,9 +276,10 @@ TEST_CASE("GDN: every specialization compiles through the QLA compiler with the 
   int n = 0;
   auto t0 = std::chrono::steady_clock::now();
   for (const ForwardConfig &c : qla::gdn::allForwardConfigs()) {
-    for (const KernelSpec &spec : {qla::gdn::prepareKernelSpec(c), qla::gdn::stateKernelSpec(c),
-                                   qla::gdn::segmentKernelSpec(c), qla::gdn::mergeKernelSpec(c),
-                                   qla::gdn::fusedKernelSpec(c), qla::gdn::fusedKernelSpec(c, 64)}) {
+    for (const KernelSpec &spec :
+         {qla::gdn::prepareKernelSpec(c), qla::gdn::stateKernelSpec(c), qla::gdn::segmentKernelSpec(c),
+          qla::gdn::mergeKernelSpec(c), qla::gdn::fusedKernelSpec(c), qla::gdn::fusedKernelSpec(c, 64),
+          qla::gdn::fusedKernelSpec(c, c.K % c.V == 0 ? 0 : 64, 1), qla::gdn::fusedKernelSpec(c, 64, 1)}) {
       if (!done.insert(spec.str()).second) continue;
       qla::CompileOptions o;
       o.defines = spec.defines;
@@ -273,7 +292,7 @@ TEST_CASE("GDN: every specialization compiles through the QLA compiler with the 
       ++n;
     }
   }
-  CHECK(n == 192 + 192 + 96 + 12 + 768 + 768 / 2);
+  CHECK(n == 192 + 192 + 96 + 12 + 768 + 768 / 2 + 384 + 96);
 
   // How the default specialization passes each tensor (for the record).
   ForwardConfig c;
@@ -538,14 +557,14 @@ TEST_CASE("GDN: context-parallel launch plans", "[gdn][kernels][nvrtc]") {
 
 TEST_CASE("GDN: fused launch plans", "[gdn][kernels][nvrtc]") {
   if (!kernelsPresent()) return;
-  // QLA_GDN_FUSED_BV: unset (the model: 64-wide slices for these few heads), 64, whole heads.
+  // QLA_GDN_FUSED_BV: unset (the model's), 64, whole heads.
   for (const char *bvEnv : {"", "64", "128"})
     for (bool varlen : {false, true})
       for (int64_t seg : {int64_t(-1), int64_t(3)}) {
         INFO("QLA_GDN_FUSED_BV '" << bvEnv << "', varlen " << varlen << ", segment_chunks " << seg);
         if (*bvEnv) ::setenv("QLA_GDN_FUSED_BV", bvEnv, 1);
         else ::unsetenv("QLA_GDN_FUSED_BV");
-        const int64_t bv = std::string(bvEnv) == "128" ? 128 : 64;
+        const int64_t forcedBv = *bvEnv ? std::atoll(bvEnv) : 0;
         PlanCall call(varlen);
         ForwardParams &p = call.p;
         const int64_t N = call.N, T = p.q.shape[1], Hv = 4, V = 128;
@@ -559,21 +578,35 @@ TEST_CASE("GDN: fused launch plans", "[gdn][kernels][nvrtc]") {
           FAIL(e.what());
         }
         REQUIRE(plan.fused);
+        // The slice: as forced, else the model's (unsplit: 64-wide slices
+        // for these few heads; in segments either, by the shapes).
+        const int64_t bv = forcedBv ? forcedBv : plan.fusedSpec.defines.count("BV") ? 64 : 128;
+        if (!forcedBv && seg < 0) CHECK(bv == 64);
         ForwardConfig c = qla::gdn::forwardConfig(p);
         checkSignature(plan.fusedSpec, c, plan.fusedInfo);
         CHECK(plan.fusedSpec.file == "gdn_fwd_fused.qla");
         CHECK(plan.stateSpec.file.empty());  // the state kernel does not run
         const bool split = seg > 0;
         CHECK(plan.split == split);
-        // Prepare runs only for pass 1 of a split.
-        CHECK(plan.prepareSpec.file == (split ? "gdn_fwd_prepare.qla" : ""));
+        // No prepare: the fused kernel's own pass 1 gives a split's segment states.
+        CHECK(plan.prepareSpec.file.empty());
+        if (split) {
+          checkSignature(plan.segmentSpec, c, plan.segmentInfo);
+          CHECK(plan.segmentSpec.file == "gdn_fwd_fused.qla");
+          CHECK(plan.segmentSpec.defines.at("PASS") == "1");
+          CHECK(plan.segmentSpec.defines.count("BV") == (bv == 64 ? 1u : 0u));
+          // L's V slices, then P's column slices (K = 128).
+          CHECK(plan.segmentGrid[0] == (V + 128) / bv);
+          CHECK(plan.segmentGrid[1] == Hv);
+          CHECK(plan.mergeSpec.file == "gdn_fwd_merge.qla");
+        }
         const int64_t NZ = !split ? (varlen ? N + 1 : 2)
                                   : (varlen ? N + cdiv(cdiv(T, 64) + N, 3) : 2 * cdiv(cdiv(T, 64), 3));
         // One CTA per V slice, v-head and segment id.
         CHECK(plan.fusedGrid == std::array<int64_t, 3>{V / bv, Hv, NZ});
         CHECK(plan.fusedSpec.defines.count("BV") == (bv == 64 ? 1u : 0u));
         auto &ft = plan.fusedArgs.tensors;
-        REQUIRE(ft.size() == 10);
+        REQUIRE(ft.size() == 13);
         CHECK(ft[0].data == p.q.data);
         CHECK(ft[1].data == p.k.data);
         CHECK(ft[2].data == p.v.data);
@@ -586,6 +619,11 @@ TEST_CASE("GDN: fused launch plans", "[gdn][kernels][nvrtc]") {
         if (split) {
           CHECK(ft[7].data == plan.merge.tensors[5].data);  // HS: the merge's start states
           CHECK(ft[7].shape[0] == NZ);
+          // Pass 1 writes what the merge reads: LS, PH, PL.
+          auto &st = plan.segment.tensors;
+          REQUIRE(st.size() == 13);
+          for (int t : {10, 11, 12}) CHECK(st[t].data == plan.merge.tensors[t - 8].data);
+          CHECK(plan.segmentGrid[2] == NZ);
         } else {
           CHECK(ft[7].data == ws + n - 256);  // the dummy: no segment states
         }

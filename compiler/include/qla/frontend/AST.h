@@ -126,6 +126,7 @@ enum class ExprKind : uint8_t {
   IntLit, FloatLit, BoolLit, Name, BlockIdx, Unary, Binary, Select, Call, Elem, Convert,
   GlobalElem,  // GlobalElemExpr: X[i, j] of a global tensor argument
   FragPick,    // FragPickExpr: f[i] / f[i, j] of a fragment outside parallel blocks
+  SlotPick,    // SlotPickExpr: s[i] / s[i, j] of a get's slot tile outside parallel blocks
 };
 
 struct Expr {
@@ -282,6 +283,23 @@ struct FragPickExpr : Expr {
   std::vector<ExprPtr> indices;  // one per fragment dim
   FragPickExpr(SourceLoc l, std::string n) : Expr(ExprKind::FragPick, std::move(l)), name(std::move(n)) {}
   static bool classof(const Expr *e) { return e->kind == ExprKind::FragPick; }
+};
+
+// s[i] / s[i, j] outside parallel blocks, s a slot tile bound by an enclosing
+// `get`: the value of one element, read from shared memory by every thread
+// (a uniform scalar; no barrier: the get's wait made the slot visible to all
+// of them, and each thread's read comes before its release). Created by sema
+// from the parser's ElemExpr. Invariants after sema: `slot` is set and bound
+// by a get, `indices.size() == slot->rank()`, every index has type Int, a
+// constant index is within its dim, `type` is Float (slot tiles hold floats),
+// and `value` is never set. A run-time index out of range reads an
+// unspecified value.
+struct SlotPickExpr : Expr {
+  std::string name;
+  SlotBindingDecl *slot = nullptr;  // set by sema
+  std::vector<ExprPtr> indices;     // one per tile dim
+  SlotPickExpr(SourceLoc l, std::string n) : Expr(ExprKind::SlotPick, std::move(l)), name(std::move(n)) {}
+  static bool classof(const Expr *e) { return e->kind == ExprKind::SlotPick; }
 };
 
 // An implicit int -> float conversion inserted by sema (never by the parser).

@@ -75,8 +75,8 @@ struct ForwardParams {
   // The kernels: 0 lets the operator choose by its cost model (the
   // environment variable QLA_GDN_FUSED=0 or 1 makes that choice the
   // two-kernel path or the fused kernel); 1 the fused warp-specialized
-  // kernel (gdn_fwd_fused.qla; with a split, pass 1 and the merge of the
-  // two-kernel path give its segment start states); -1 the two-kernel path
+  // kernel (gdn_fwd_fused.qla; with a split, its own pass 1 and the merge
+  // give its segment start states); -1 the two-kernel path
   // (gdn_fwd_prepare.qla, then gdn_fwd_state.qla).
   int fused = 0;
 };
@@ -140,8 +140,11 @@ KernelSpec stateKernelSpec(const ForwardConfig &c);    // DT CT DK DV VARLEN L2N
 KernelSpec segmentKernelSpec(const ForwardConfig &c);  // the state kernel's PASS=1 (context parallelism)
 KernelSpec mergeKernelSpec(const ForwardConfig &c);    // CT DK DV VARLEN
 // The fused kernel for a V slice of bv columns per CTA: 0 or V (the default,
-// a whole head per CTA) or 64 (BV=64 among the constants).
-KernelSpec fusedKernelSpec(const ForwardConfig &c, int64_t bv = 0);  // DT BT GT CT DK DV VARLEN L2NORM HAS_H0 STORE_HT [BV]
+// a whole head per CTA) or 64 (BV=64 among the constants); pass 1 (PASS=1
+// among the constants, no STORE_HT): the segments' end states and
+// transitions for context parallelism, the output pass otherwise.
+KernelSpec fusedKernelSpec(const ForwardConfig &c, int64_t bv = 0,
+                           int pass = 2);  // DT BT GT CT DK DV VARLEN L2NORM HAS_H0 STORE_HT [BV] [PASS]
 
 // The .qla sources embedded at build time (file name → source).
 const std::vector<std::pair<std::string, std::string>> &embeddedKernelSources();
@@ -176,8 +179,9 @@ struct LaunchPlan {
   KernelInfo segmentInfo, mergeInfo;
   std::array<int64_t, 3> segmentGrid{}, mergeGrid{};
   // With fused, the fused kernel computes the output (in place of prepare and
-  // state, which are then not filled in); with a split too, prepare, segment
-  // and merge run before it (launch order: prepare, segment, merge, fused).
+  // state, which are then not filled in); with a split too, segment (then the
+  // fused kernel's pass 1) and merge run before it (launch order: segment,
+  // merge, fused).
   bool fused = false;
   KernelSpec fusedSpec;
   rt::LaunchArgs fusedArgs;
