@@ -825,15 +825,18 @@ TEST_CASE("GDN fused forward: wgmma not serialized by ptxas", "[gdn][kernels][nv
   c.varlen = true;
   c.initialState = true;
   c.finalState = true;
-  for (int64_t bv : {int64_t(128), int64_t(64)}) {
-    KernelSpec spec = qla::gdn::fusedKernelSpec(c, bv);
-    INFO(spec.str());
-    qla::CompiledKernel k;
-    qla::rt::NvrtcResult r = compileWithPtxasReport(spec, k);
-    INFO("NVRTC log:\n" << r.log);
-    REQUIRE(parsePtxas(r.log, k.info.name).found);
-    CHECK(r.log.find("C7512") == std::string::npos);
-    CHECK(r.log.find("serialized") == std::string::npos);
+  // The output pass and pass 1 (context parallelism), each at both V slices.
+  for (int pass : {2, 1}) {
+    for (int64_t bv : {int64_t(128), int64_t(64)}) {
+      KernelSpec spec = qla::gdn::fusedKernelSpec(c, bv, pass);
+      INFO(spec.str());
+      qla::CompiledKernel k;
+      qla::rt::NvrtcResult r = compileWithPtxasReport(spec, k);
+      INFO("NVRTC log:\n" << r.log);
+      REQUIRE(parsePtxas(r.log, k.info.name).found);
+      CHECK(r.log.find("C7512") == std::string::npos);
+      CHECK(r.log.find("serialized") == std::string::npos);
+    }
   }
 }
 
