@@ -166,6 +166,16 @@ void compileWithNvrtc(const std::vector<ForwardConfig> &configs) {
 
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// planForward on the fake workspace of n bytes; a throw fails the test with its message.
+qla::gdn::LaunchPlan planOrFail(const ForwardParams &p, size_t n) {
+  try {
+    return qla::gdn::planForward(p, fakeWorkspace(), n);
+  } catch (const std::exception &e) {
+    FAIL(e.what());
+  }
+  return {};
+}
+
 }  // namespace
 
 TEST_CASE("GDN: specializations", "[gdn][kernels]") {
@@ -372,12 +382,7 @@ TEST_CASE("GDN: launch plans match the compiled kernels", "[gdn][kernels][nvrtc]
     REQUIRE(qla::gdn::forwardConfig(p) == c);
 
     const size_t n = qla::gdn::forwardWorkspaceBytes(p);
-    qla::gdn::LaunchPlan plan;
-    try {
-      plan = qla::gdn::planForward(p, fakeWorkspace(), n);
-    } catch (const std::exception &e) {
-      FAIL(e.what());
-    }
+    const qla::gdn::LaunchPlan plan = planOrFail(p, n);
     checkSignature(plan.prepareSpec, c, plan.prepareInfo);
     checkSignature(plan.stateSpec, c, plan.stateInfo);
 
@@ -465,12 +470,7 @@ TEST_CASE("GDN: launch plans match the compiled kernels", "[gdn][kernels][nvrtc]
     p.k.data = base + s.Hqk * s.K * 2;
     p.v.data = base + 2 * s.Hqk * s.K * 2;
     p.fused = -1;
-    qla::gdn::LaunchPlan plan;
-    try {
-      plan = qla::gdn::planForward(p, fakeWorkspace(), qla::gdn::forwardWorkspaceBytes(p));
-    } catch (const std::exception &e) {
-      FAIL(e.what());
-    }
+    const qla::gdn::LaunchPlan plan = planOrFail(p, qla::gdn::forwardWorkspaceBytes(p));
     CHECK(plan.state.tensors[0].strides[1] == row);
     CHECK(plan.state.tensors[0].strides[0] % 8 == 0);  // the unused batch stride made TMA-friendly
   }
@@ -515,12 +515,7 @@ TEST_CASE("GDN: context-parallel launch plans", "[gdn][kernels][nvrtc]") {
     // Segment ids: B * cdiv(cdiv(T, 64), 3), or N + cdiv(cdiv(T, 64) + N, 3).
     const int64_t NZ = varlen ? N + cdiv(cdiv(T, 64) + N, 3) : 2 * cdiv(cdiv(T, 64), 3);
     CHECK(n == whole + ((size_t(NZ * Hv * K * V) * 8 + 255) / 256 * 256) + 2 * ((size_t(NZ * Hv * K * K) * 2 + 255) / 256 * 256));
-    qla::gdn::LaunchPlan plan;
-    try {
-      plan = qla::gdn::planForward(p, fakeWorkspace(), n);
-    } catch (const std::exception &e) {
-      FAIL(e.what());
-    }
+    const qla::gdn::LaunchPlan plan = planOrFail(p, n);
     REQUIRE(plan.split);
     CHECK(plan.segmentChunks == 3);
     ForwardConfig c = qla::gdn::forwardConfig(p);
@@ -571,12 +566,7 @@ TEST_CASE("GDN: fused launch plans", "[gdn][kernels][nvrtc]") {
         p.segment_chunks = seg;
         p.fused = 1;
         const size_t n = qla::gdn::forwardWorkspaceBytes(p);
-        qla::gdn::LaunchPlan plan;
-        try {
-          plan = qla::gdn::planForward(p, fakeWorkspace(), n);
-        } catch (const std::exception &e) {
-          FAIL(e.what());
-        }
+        const qla::gdn::LaunchPlan plan = planOrFail(p, n);
         REQUIRE(plan.fused);
         // The slice: as forced, else the model's (unsplit: 64-wide slices
         // for these few heads; in segments either, by the shapes).
