@@ -2,6 +2,8 @@
 // registers), global/shared copies of fragments, reductions, maps, wgmma.
 #include "compiler/emit/EmitterCore.h"
 
+#include <cstring>
+
 #include <fmt/format.h>
 
 #include "compiler/emit/FragLayout.h"
@@ -888,7 +890,15 @@ LogicalResult Emitter::emitInvUnitLower(InvUnitLowerOp op) {
   int64_t nthreads = (group().end - group().begin + 1) * 128;
   if (n > nthreads) return op.emitOpError("matrices larger than the group's thread count are not supported yet");
   if (s.getLayout() != FragType::Acc) return op.emitOpError("needs an accumulator-layout fragment");
-  if (op.inRegisters(group().end - group().begin + 1)) return emitInvUnitLowerRegisters(op);
+  const int64_t wgs = group().end - group().begin + 1;
+  if (op.getF16Operands()) {
+    if (!op.mmaMerged(wgs))
+      return op.emitOpError("with f16 operands needs a 64 x 64 accumulator fragment of one warpgroup (the role or "
+                            "kernel has ")
+             << wgs << " warpgroups)";
+    return emitInvUnitLowerMma(op);
+  }
+  if (op.inRegisters(wgs)) return emitInvUnitLowerRegisters(op);
   const int64_t blocks = op.getBlocks() ? *op.getBlocks() : 0;  // only the diagonal blocks
   const int64_t bs = blocks ? blocks : n % 16 == 0 ? 16 : n, nb = n / bs;
   // Padded rows (no bank conflicts on column reads). With `blocks` only the
@@ -1014,64 +1024,50 @@ LogicalResult Emitter::emitInvUnitLower(InvUnitLowerOp op) {
   return success();
 }
 
-// inv_unit_lower(l, blocks = 16) of a 64 x 64 accumulator fragment held by
-// one warpgroup (InvUnitLowerOp::inRegisters): warp w holds diagonal block w
-// (rows and columns 16w .. 16w + 15) whole, 8 registers per lane, lane l at
-// block rows l/4 + 8h and columns 8jj + 2(l%4) + e (h, jj, e in {0, 1}; the
-// registers found from FragLayout and the pattern checked here, else the
-// shared-memory path). X = (I + L)^-1 by right-looking elimination: for each
-// pivot s, row s of X (final by then) and column s of L go to every lane by
-// shuffles and X[r, :] -= L[r, s] X[s, :] (a no-op for r <= s: L is masked to
-// its strict lower triangle). 16 dependent steps of one shuffle and one FMA;
-// no shared memory, no barrier. dst is zero off the diagonal blocks.
-LogicalResult Emitter::emitInvUnitLowerRegisters(InvUnitLowerOp op) {
+// The registers of a 64 x 64 accumulator fragment of one warpgroup that hold
+// its 16 x 16 block (row block w, column block cb): reg[jj][h][e] holds block
+// element (l/4 + 8h, 8jj + 2(l%4) + e) in lane l of warp w (the warp_block.cuh
+// layout; found from FragLayout, the pattern checked for every lane).
+LogicalResult Emitter::warpBlockRegs(InvUnitLowerOp op, int64_t w, int64_t cb, int64_t (&reg)[2][2][2]) {
   const FragLayout lay = FragLayout::of(op.getSrc().getType());
-  // reg[w][jj][h][e]: the register of warp w's lanes holding block element
-  // (l/4 + 8h, 8jj + 2(l%4) + e).
-  int64_t reg[4][2][2][2];
   for (auto &a : reg)
     for (auto &b : a)
-      for (auto &c : b)
-        for (auto &d : c) d = -1;
-  for (int64_t w = 0; w < 4; ++w)
-    for (int64_t r = 0; r < lay.regsPerThread(); ++r) {
-      std::vector<int64_t> rc = lay.index(r, {0, w, 0});
-      const int64_t br = rc[0] - 16 * w, bc = rc[1] - 16 * w;
-      if (br < 0 || br >= 16 || bc < 0 || bc >= 16) continue;
-      const int64_t h = br / 8, jj = bc / 8, e = bc % 2;
-      if (br % 8 != 0 || (bc % 8) / 2 != 0 || reg[w][jj][h][e] != -1)
-        return op.emitOpError("register inverse: unexpected accumulator layout");
-      reg[w][jj][h][e] = r;
-    }
-  for (int64_t w = 0; w < 4; ++w)
-    for (int64_t jj = 0; jj < 2; ++jj)
-      for (int64_t h = 0; h < 2; ++h)
-        for (int64_t e = 0; e < 2; ++e) {
-          const int64_t r = reg[w][jj][h][e];
-          if (r < 0) return op.emitOpError("register inverse: a diagonal block is not whole in its warp");
-          for (int64_t l = 0; l < 32; ++l) {
-            std::vector<int64_t> rc = lay.index(r, {l, w, 0});
-            if (rc[0] != 16 * w + l / 4 + 8 * h || rc[1] != 16 * w + 8 * jj + 2 * (l % 4) + e)
-              return op.emitOpError("register inverse: unexpected accumulator layout");
-          }
-        }
-  // Slot k = 4jj + 2h + e of the block arrays.
-  auto k = [](int64_t jj, int64_t h, int64_t e) { return 4 * jj + 2 * h + e; };
-  line("{");
-  ++indent_;
-  line("float lb_[8], xb_[8];");
-  for (int64_t w = 0; w < 4; ++w) {
-    line(fmt::format("{}if (qla_warp == {}) {{", w ? "} else " : "", w));
-    ++indent_;
-    for (int64_t jj = 0; jj < 2; ++jj)
-      for (int64_t h = 0; h < 2; ++h)
-        for (int64_t e = 0; e < 2; ++e)
-          line(fmt::format("lb_[{}] = {};", k(jj, h, e), fragElem(op.getSrc(), std::to_string(reg[w][jj][h][e]))));
-    --indent_;
+      for (auto &c : b) c = -1;
+  for (int64_t r = 0; r < lay.regsPerThread(); ++r) {
+    std::vector<int64_t> rc = lay.index(r, {0, w, 0});
+    const int64_t br = rc[0] - 16 * w, bc = rc[1] - 16 * cb;
+    if (br < 0 || br >= 16 || bc < 0 || bc >= 16) continue;
+    const int64_t h = br / 8, jj = bc / 8, e = bc % 2;
+    if (br % 8 != 0 || (bc % 8) / 2 != 0 || reg[jj][h][e] != -1)
+      return op.emitOpError("register inverse: unexpected accumulator layout");
+    reg[jj][h][e] = r;
   }
-  line("}");
+  for (int64_t jj = 0; jj < 2; ++jj)
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t e = 0; e < 2; ++e) {
+        const int64_t r = reg[jj][h][e];
+        if (r < 0) return op.emitOpError("register inverse: a 16 x 16 block is not whole in its warp");
+        for (int64_t l = 0; l < 32; ++l) {
+          std::vector<int64_t> rc = lay.index(r, {l, w, 0});
+          if (rc[0] != 16 * w + l / 4 + 8 * h || rc[1] != 16 * cb + 8 * jj + 2 * (l % 4) + e)
+            return op.emitOpError("register inverse: unexpected accumulator layout");
+        }
+      }
+  return success();
+}
+
+// Emits, inside an open scope where `float lb_[8]` holds a 16 x 16 block of L
+// in the warp_block.cuh layout (slot 4jj + 2h + e), the declaration of
+// `float xb_[8]` = (I + strictly_lower(lb_))^-1 in the same layout, and of
+// `lr_ = lane / 4`, `lq_ = lane % 4` and `kof_[jj][h][e]` (the slot).
+// Right-looking elimination: for each pivot s, row s of X (final by then) and
+// column s of L go to every lane by shuffles and X[r, :] -= L[r, s] X[s, :] (a
+// no-op for r <= s: L is masked to its strict lower triangle). No shared
+// memory, no barrier.
+void Emitter::emitBlockInverse16() {
+  line("float xb_[8];");
   line("const int lr_ = qla_lane / 4, lq_ = qla_lane % 4;");
-  // kof_[jj][h][e] = k(jj, h, e), for the loops below (constant once unrolled).
+  // kof_[jj][h][e] = 4jj + 2h + e, for the loops below (constant once unrolled).
   line("constexpr int kof_[2][2][2] = {{{0, 1}, {2, 3}}, {{4, 5}, {6, 7}}};");
   line("#pragma unroll");
   line("for (int jj_ = 0; jj_ < 2; ++jj_) {");
@@ -1128,7 +1124,34 @@ LogicalResult Emitter::emitInvUnitLowerRegisters(InvUnitLowerOp op) {
   line("xb_[kof_[0][1][1]] = z_[1];");
   --indent_;
   line("}");
+}
+
+// inv_unit_lower(l, blocks = 16) of a 64 x 64 accumulator fragment held by
+// one warpgroup (InvUnitLowerOp::inRegisters): warp w holds diagonal block w
+// (rows and columns 16w .. 16w + 15) whole, 8 registers per lane, and inverts
+// it in registers (emitBlockInverse16): 8 dependent steps of shuffles and
+// FMAs, no shared memory, no barrier. dst is zero off the diagonal blocks.
+LogicalResult Emitter::emitInvUnitLowerRegisters(InvUnitLowerOp op) {
+  int64_t reg[4][2][2][2];
+  for (int64_t w = 0; w < 4; ++w)
+    if (failed(warpBlockRegs(op, w, w, reg[w]))) return failure();
+  auto k = [](int64_t jj, int64_t h, int64_t e) { return 4 * jj + 2 * h + e; };
+  line("{");
+  ++indent_;
+  line("float lb_[8];");
+  for (int64_t w = 0; w < 4; ++w) {
+    line(fmt::format("{}if (qla_warp == {}) {{", w ? "} else " : "", w));
+    ++indent_;
+    for (int64_t jj = 0; jj < 2; ++jj)
+      for (int64_t h = 0; h < 2; ++h)
+        for (int64_t e = 0; e < 2; ++e)
+          line(fmt::format("lb_[{}] = {};", k(jj, h, e), fragElem(op.getSrc(), std::to_string(reg[w][jj][h][e]))));
+    --indent_;
+  }
+  line("}");
+  emitBlockInverse16();
   // dst: the warp's block, zero elsewhere.
+  const FragLayout lay = FragLayout::of(op.getSrc().getType());
   for (int64_t r = 0; r < lay.regsPerThread(); ++r) {
     std::string v = "0.0f";
     for (int64_t w = 0; w < 4; ++w)
@@ -1138,6 +1161,135 @@ LogicalResult Emitter::emitInvUnitLowerRegisters(InvUnitLowerOp op) {
             if (reg[w][jj][h][e] == r) v = fmt::format("(qla_warp == {} ? xb_[{}] : {})", w, k(jj, h, e), v);
     fragStore(op.getDst(), std::to_string(r), v);
   }
+  --indent_;
+  line("}");
+  return success();
+}
+
+// inv_unit_lower(l, operands = f16) of a 64 x 64 accumulator fragment held by
+// one warpgroup (InvUnitLowerOp::mmaMerged): the whole inverse X, in
+// registers, with the 16 x 16 blocks of the warp_block.cuh layout (warp w
+// holds row block w, all four column blocks). Blocks X_ij, L_ij (i, j the
+// warp / column block); D_i = X_ii.
+//   Level 0, every warp: D_w = (I + L_ww)^-1 by elimination (emitBlockInverse16).
+//   Level 1 (16 -> 32):  X_10 = -D_1 (L_10 D_0),  X_32 = -D_3 (L_32 D_2).
+//   Level 2 (32 -> 64):  [X_20 X_21; X_30 X_31] = -X_lr L_ll X_ul, with
+//     X_ul = [D_0 0; X_10 D_1], X_lr = [D_2 0; X_32 D_3] and L_ll the blocks
+//     (2..3, 0..1) of L: warp 2 takes Z = D_2 [L_20 L_21], warp 3
+//     Z = X_32 [L_20 L_21] + D_3 [L_30 L_31], then X_w = -Z X_ul.
+// Every product is mma.sync.m16n8k16 on f16 operands with f32 sums; the
+// diagonal blocks stay f32. An operand a warp holds itself is a register
+// operand (A: as is, B: movmatrix); the others cross warps through an f16
+// scratch tile (B by ldmatrix.trans): D_0, X_10 and D_1 (X_ul), D_2, and
+// L_20, L_21 (for warp 3), in a 48 x kMmaLd array at their (row, column).
+// Three barriers of the group: before the scratch is written (the previous
+// use's reads), after level 0's and after level 1's writes.
+LogicalResult Emitter::emitInvUnitLowerMma(InvUnitLowerOp op) {
+  int64_t reg[4][2][2][2];
+  for (int64_t cb = 0; cb < 4; ++cb) {
+    if (failed(warpBlockRegs(op, 0, cb, reg[cb]))) return failure();
+    for (int64_t w = 1; w < 4; ++w) {
+      int64_t rw[2][2][2];
+      if (failed(warpBlockRegs(op, w, cb, rw))) return failure();
+      if (std::memcmp(rw, reg[cb], sizeof rw) != 0)
+        return op.emitOpError("register inverse: the warps' blocks are in different registers");
+    }
+  }
+  auto k = [](int64_t jj, int64_t h, int64_t e) { return 4 * jj + 2 * h + e; };
+  const int64_t ld = InvUnitLowerOp::kMmaLd;
+  std::string F = fresh("qla_inv_s");
+  if (failed(scratchPointer(op, F))) return failure();
+  line("{");
+  ++indent_;
+  line(fmt::format("qla::dev::f16* const s_ = reinterpret_cast<qla::dev::f16*>({});", F));
+  // L's four blocks of this warp's rows (read before dst is written: dst may be src).
+  line("float lf_[4][8];");
+  for (int64_t cb = 0; cb < 4; ++cb)
+    for (int64_t jj = 0; jj < 2; ++jj)
+      for (int64_t h = 0; h < 2; ++h)
+        for (int64_t e = 0; e < 2; ++e)
+          line(fmt::format("lf_[{}][{}] = {};", cb, k(jj, h, e), fragElem(op.getSrc(), std::to_string(reg[cb][jj][h][e]))));
+  line("float lb_[8];");
+  line("#pragma unroll");
+  line("for (int i_ = 0; i_ < 8; ++i_)");
+  line("  lb_[i_] = qla_warp == 0 ? lf_[0][i_] : qla_warp == 1 ? lf_[1][i_] : qla_warp == 2 ? lf_[2][i_] : lf_[3][i_];");
+  emitBlockInverse16();
+  auto at = [&](int64_t r, int64_t c) { return fmt::format("s_ + {}", r * ld + c); };
+  line("qla::dev::u32 a_[4], b_[2][2];");
+  line("float x1_[8] = {}, q0_[8] = {}, q1_[8] = {};  // X_10 or X_32; X_w0, X_w1");
+  line(groupSync());
+  line("if (qla_warp == 0) {");
+  line(fmt::format("  qla::dev::wblock_store_f16({}, {}, xb_);  // D_0", at(0, 0), ld));
+  line("} else if (qla_warp == 2) {");
+  line(fmt::format("  qla::dev::wblock_store_f16({}, {}, xb_);  // D_2", at(32, 32), ld));
+  line(fmt::format("  qla::dev::wblock_store_f16({}, {}, lf_[0]);  // L_20", at(32, 0), ld));
+  line(fmt::format("  qla::dev::wblock_store_f16({}, {}, lf_[1]);  // L_21", at(32, 16), ld));
+  line("}");
+  line(groupSync());
+  // Level 1: warp 1 (i = 1, j = 0) and warp 3 (i = 3, j = 2).
+  for (int64_t w : {1, 3}) {
+    line(fmt::format("if (qla_warp == {}) {{  // X_{}{} = -D_{} (L_{}{} D_{})", w, w, w - 1, w, w, w - 1, w - 1));
+    ++indent_;
+    line("float y_[8] = {};");
+    line(fmt::format("qla::dev::wblock_a(a_, lf_[{}]);", w - 1));
+    line(fmt::format("qla::dev::wblock_b_shared(b_, {}, {});", at(16 * (w - 1), 16 * (w - 1)), ld));
+    line("qla::dev::wblock_mma(y_, a_, b_);");
+    line("#pragma unroll");
+    line("for (int i_ = 0; i_ < 8; ++i_) y_[i_] = -y_[i_];");
+    line("qla::dev::wblock_a(a_, xb_);");
+    line("qla::dev::wblock_b(b_, y_);");
+    line("qla::dev::wblock_mma(x1_, a_, b_);");
+    if (w == 1) {
+      line(fmt::format("qla::dev::wblock_store_f16({}, {}, x1_);  // X_10", at(16, 0), ld));
+      line(fmt::format("qla::dev::wblock_store_f16({}, {}, xb_);  // D_1", at(16, 16), ld));
+    }
+    --indent_;
+    line("}");
+  }
+  line(groupSync());
+  // Level 2: warps 2 and 3.
+  line("if (qla_warp >= 2) {  // X_w0, X_w1 = -Z X_ul");
+  ++indent_;
+  line("float z0_[8] = {}, z1_[8] = {};");
+  line("if (qla_warp == 3) {  // Z += X_32 [L_20 L_21]");
+  ++indent_;
+  line("qla::dev::wblock_a(a_, x1_);");
+  line(fmt::format("qla::dev::wblock_b_shared(b_, {}, {});", at(32, 0), ld));
+  line("qla::dev::wblock_mma(z0_, a_, b_);");
+  line(fmt::format("qla::dev::wblock_b_shared(b_, {}, {});", at(32, 16), ld));
+  line("qla::dev::wblock_mma(z1_, a_, b_);");
+  --indent_;
+  line("}");
+  line("// Z += D_w [L_w0 L_w1]");
+  line("qla::dev::wblock_a(a_, xb_);");
+  line("qla::dev::wblock_b(b_, lf_[0]);");
+  line("qla::dev::wblock_mma(z0_, a_, b_);");
+  line("qla::dev::wblock_b(b_, lf_[1]);");
+  line("qla::dev::wblock_mma(z1_, a_, b_);");
+  line("#pragma unroll");
+  line("for (int i_ = 0; i_ < 8; ++i_) { z0_[i_] = -z0_[i_]; z1_[i_] = -z1_[i_]; }");
+  line("// X_w0 = Z_0 D_0 + Z_1 X_10, X_w1 = Z_1 D_1 (block (0, 1) of X_ul is 0)");
+  line("qla::dev::wblock_a(a_, z0_);");
+  line(fmt::format("qla::dev::wblock_b_shared(b_, {}, {});", at(0, 0), ld));
+  line("qla::dev::wblock_mma(q0_, a_, b_);");
+  line("qla::dev::wblock_a(a_, z1_);");
+  line(fmt::format("qla::dev::wblock_b_shared(b_, {}, {});", at(16, 0), ld));
+  line("qla::dev::wblock_mma(q0_, a_, b_);");
+  line(fmt::format("qla::dev::wblock_b_shared(b_, {}, {});", at(16, 16), ld));
+  line("qla::dev::wblock_mma(q1_, a_, b_);");
+  --indent_;
+  line("}");
+  // dst: block (w, cb) of the warp's rows.
+  const char *pick[4] = {"qla_warp == 0 ? xb_[{0}] : qla_warp == 1 ? x1_[{0}] : q0_[{0}]",
+                         "qla_warp == 0 ? 0.0f : qla_warp == 1 ? xb_[{0}] : q1_[{0}]",
+                         "qla_warp == 2 ? xb_[{0}] : qla_warp == 3 ? x1_[{0}] : 0.0f",
+                         "qla_warp == 3 ? xb_[{0}] : 0.0f"};
+  for (int64_t cb = 0; cb < 4; ++cb)
+    for (int64_t jj = 0; jj < 2; ++jj)
+      for (int64_t h = 0; h < 2; ++h)
+        for (int64_t e = 0; e < 2; ++e)
+          fragStore(op.getDst(), std::to_string(reg[cb][jj][h][e]),
+                    "(" + fmt::format(fmt::runtime(pick[cb]), k(jj, h, e)) + ")");
   --indent_;
   line("}");
   return success();

@@ -94,6 +94,9 @@ class Emitter {
   mlir::LogicalResult emitLoadToShared(mlir::qla::LoadOp op);
   mlir::LogicalResult scratchPointer(mlir::Operation *op, const std::string &name);
   mlir::LogicalResult emitInvUnitLowerRegisters(mlir::qla::InvUnitLowerOp op);
+  mlir::LogicalResult emitInvUnitLowerMma(mlir::qla::InvUnitLowerOp op);
+  mlir::LogicalResult warpBlockRegs(mlir::qla::InvUnitLowerOp op, int64_t w, int64_t cb, int64_t (&reg)[2][2][2]);
+  void emitBlockInverse16();
   bool tmaStoreBox(mlir::qla::StoreOp op, std::vector<uint32_t> &box);
   void waitTmaStoreReads(mlir::Value tile);
   // Shared tiles some TMA store reads (found before emission).

@@ -342,7 +342,8 @@ class Dumper {
   static std::string init(const FragInit &fi) {
     switch (fi.kind) {
     case FragInit::Kind::InvUnitLower:
-      return "inv_unit_lower(" + fi.sourceName + (fi.blocks ? ", blocks = " + std::to_string(fi.blocks) : "") + ")";
+      return "inv_unit_lower(" + fi.sourceName + (fi.blocks ? ", blocks = " + std::to_string(fi.blocks) : "") +
+             (fi.f16Operands ? ", operands = f16" : "") + ")";
     case FragInit::Kind::None: return "";
     case FragInit::Kind::Fill: return "fill " + ex(fi.fill);
     case FragInit::Kind::Reduce:

@@ -312,12 +312,24 @@ class Parser {
       fi.kind = FragInit::Kind::InvUnitLower;
       expect(Tok::LParen, "after 'inv_unit_lower'");
       parseSourceName(fi);
-      if (accept(Tok::Comma)) {
-        Token kw = expectIdent("'blocks' (inv_unit_lower(l, blocks = B))");
-        if (kw.text != "blocks") fail(kw.loc, "expected 'blocks' after the source of inv_unit_lower, found '" + kw.text + "'");
-        expect(Tok::Assign, "after 'blocks'");
-        fi.blocksLoc = cur().loc;
-        fi.blocksExpr = parseExpr();
+      while (accept(Tok::Comma)) {
+        Token kw = expectIdent("'blocks' or 'operands' (inv_unit_lower(l, blocks = B) or inv_unit_lower(l, operands = f16))");
+        if (kw.text == "blocks" && !fi.blocksExpr) {
+          expect(Tok::Assign, "after 'blocks'");
+          fi.blocksLoc = cur().loc;
+          fi.blocksExpr = parseExpr();
+        } else if (kw.text == "operands" && !fi.f16Operands) {
+          expect(Tok::Assign, "after 'operands'");
+          Token v = expectIdent("f16 (inv_unit_lower(l, operands = f16))");
+          if (v.text != "f16")
+            fail(v.loc, "inv_unit_lower operands = " + v.text + ": only f16 is supported (tensor-core products of f16 operands)");
+          fi.f16Operands = true;
+          fi.operandsLoc = kw.loc;
+        } else if (kw.text == "blocks" || kw.text == "operands") {
+          fail(kw.loc, "'" + kw.text + "' given twice to inv_unit_lower");
+        } else {
+          fail(kw.loc, "expected 'blocks' or 'operands' in inv_unit_lower, found '" + kw.text + "'");
+        }
       }
       expect(Tok::RParen, "to close 'inv_unit_lower('");
     } else {

@@ -252,6 +252,11 @@ void Sema::checkFragInit(FragDecl &target, FragInit &fi) {
                                        std::to_string(src[0]) + " of '" + fi.sourceName + "'");
       fi.blocks = *b;
     }
+    if (fi.f16Operands && fi.blocksExpr)
+      return error(fi.operandsLoc, "inv_unit_lower takes 'blocks' or 'operands', not both");
+    if (fi.f16Operands && src[0] != 64)
+      return error(fi.operandsLoc, "inv_unit_lower(..., operands = f16) needs a 64 x 64 fragment, '" + fi.sourceName +
+                                       "' has shape " + shapeString(src));
     return;
   }
   if (fi.kind == FragInit::Kind::Reduce) {

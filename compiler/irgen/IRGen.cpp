@@ -324,7 +324,8 @@ void IRGen::genFragInit(Value frag, const fe::FragInit &init, const fe::SourceLo
       Value src = lookup(init.source, init.sourceLoc);
       if (src) {
         InvUnitLowerOp::create(b_, l, src, frag,
-                               init.blocks ? b_.getI64IntegerAttr(init.blocks) : IntegerAttr());
+                               init.blocks ? b_.getI64IntegerAttr(init.blocks) : IntegerAttr(),
+                               init.f16Operands ? b_.getUnitAttr() : UnitAttr());
       }
       return;
     }

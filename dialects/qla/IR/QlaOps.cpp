@@ -294,6 +294,12 @@ bool InvUnitLowerOp::inRegisters(int64_t warpgroups) {
          s.getLayout() == FragType::Acc;
 }
 
+bool InvUnitLowerOp::mmaMerged(int64_t warpgroups) {
+  auto s = getSrc().getType();
+  return warpgroups == 1 && getF16Operands() && !getBlocks() && s.getShape()[0] == 64 &&
+         s.getLayout() == FragType::Acc;
+}
+
 LogicalResult InvUnitLowerOp::verify() {
   auto s = getSrc().getType(), d = getDst().getType();
   if (s.getShape().size() != 2 || s.getShape()[0] != s.getShape()[1])
@@ -304,6 +310,9 @@ LogicalResult InvUnitLowerOp::verify() {
   if (auto b = getBlocks())
     if (*b < 1 || s.getShape()[0] % *b != 0)
       return emitOpError("blocks = ") << *b << " must divide the extent " << s.getShape()[0];
+  if (getF16Operands() && getBlocks()) return emitOpError("takes blocks or f16_operands, not both");
+  if (getF16Operands() && s.getShape()[0] != 64)
+    return emitOpError("with f16_operands needs a 64 x 64 fragment, not ") << s.getShape()[0] << " x " << s.getShape()[0];
   return success();
 }
 

@@ -266,8 +266,12 @@ def Qla_InvUnitLowerOp : Qla_Op<"inv_unit_lower"> {
     With `{blocks = 16}` only the 16 x 16 diagonal blocks are inverted and
     `dst` is zero off them (the block-diagonal factor D of a blocked inverse
     whose off-diagonal part the kernel computes with gemms).
+    With `{f16_operands}` the whole inverse, its 16 x 16 diagonal blocks in
+    f32 and the rest merged by tensor-core products of f16 operands (f32
+    sums), in registers (mmaMerged).
   }];
-  let arguments = (ins Qla_FragType:$src, Qla_FragType:$dst, OptionalAttr<I64Attr>:$blocks);
+  let arguments = (ins Qla_FragType:$src, Qla_FragType:$dst, OptionalAttr<I64Attr>:$blocks,
+                       UnitAttr:$f16_operands);
   let assemblyFormat = "$src `->` $dst attr-dict `:` type($src) `->` type($dst)";
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -276,6 +280,13 @@ def Qla_InvUnitLowerOp : Qla_Op<"inv_unit_lower"> {
     // with warp shuffles (no shared memory, no barrier). Otherwise through
     // shared memory (the emitter's scratch, AssignResources' scratchBytes).
     bool inRegisters(int64_t warpgroups);
+    // With {f16_operands} on a 64 x 64 accumulator fragment of one
+    // warpgroup: the whole inverse in registers, the diagonal blocks as
+    // above, merged by mma.sync (f16 operands) with kMmaScratchBytes of
+    // shared scratch for the blocks that cross warps (48 rows of kMmaLd f16).
+    bool mmaMerged(int64_t warpgroups);
+    static constexpr int64_t kMmaLd = 56;
+    static constexpr int64_t kMmaScratchBytes = 48 * kMmaLd * 2;
   }];
 }
 

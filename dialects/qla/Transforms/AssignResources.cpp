@@ -37,6 +37,7 @@ int64_t scratchBytes(Operation *op) {
     // None where the blocks are inverted in registers; with `blocks` only
     // the diagonal blocks, bs x (bs + 1) each (the emitter's layout).
     if (inv.inRegisters(groupWarpgroups(op))) return 0;
+    if (inv.getF16Operands()) return InvUnitLowerOp::kMmaScratchBytes;
     int64_t n = inv.getSrc().getType().getShape()[0];
     if (auto bs = inv.getBlocks()) return 2 * 4 * n * (*bs + 1);
     return 2 * 4 * n * (n + 1);

@@ -128,3 +128,21 @@ func.func @inv_blocks_not_dividing() {
   qla.inv_unit_lower %l -> %l {blocks = 48 : i64} : !qla.frag<64x64xf32> -> !qla.frag<64x64xf32>
   return
 }
+
+// -----
+
+func.func @inv_blocks_and_f16_operands() {
+  %l = qla.alloc_frag : !qla.frag<64x64xf32>
+  // expected-error @+1 {{'qla.inv_unit_lower' op takes blocks or f16_operands, not both}}
+  qla.inv_unit_lower %l -> %l {blocks = 16 : i64, f16_operands} : !qla.frag<64x64xf32> -> !qla.frag<64x64xf32>
+  return
+}
+
+// -----
+
+func.func @inv_f16_operands_not_64() {
+  %l = qla.alloc_frag : !qla.frag<128x128xf32>
+  // expected-error @+1 {{'qla.inv_unit_lower' op with f16_operands needs a 64 x 64 fragment, not 128 x 128}}
+  qla.inv_unit_lower %l -> %l {f16_operands} : !qla.frag<128x128xf32> -> !qla.frag<128x128xf32>
+  return
+}

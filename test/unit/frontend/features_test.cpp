@@ -538,12 +538,17 @@ TEST_CASE("features: inv_unit_lower", "[features]") {
   CHECK(err(K(decls + "shared t: f32[64, 64]\nt = inv_unit_lower(l)")) ==
         "t.qla:9:1: error: cannot assign to 't': it is a shared tile (only vars and fragments can be assigned)");
   CHECK(parseError(K("let z = inv_unit_lower(l)")) == "t.qla:4:9: error: expected an expression, found 'inv_unit_lower'");
-  CHECK(parseError(K("l = inv_unit_lower(l, 1)")) ==
-        "t.qla:4:23: error: expected 'blocks' (inv_unit_lower(l, blocks = B)), found '1'");
-  CHECK(parseError(K("l = inv_unit_lower(l, dim = 1)")) ==
-        "t.qla:4:23: error: expected 'blocks' (inv_unit_lower(l, blocks = B)), found 'dim'");
+  const std::string want = "expected 'blocks' or 'operands' (inv_unit_lower(l, blocks = B) or inv_unit_lower(l, operands = f16))";
+  CHECK(parseError(K("l = inv_unit_lower(l, 1)")) == "t.qla:4:23: error: " + want + ", found '1'");
+  CHECK(parseError(K("l = inv_unit_lower(l, dim = 1)")) == "t.qla:4:23: error: " + want + ", found 'dim'");
   CHECK(parseError(K("l = inv_unit_lower(l, size = 1)")) ==
-        "t.qla:4:23: error: expected 'blocks' after the source of inv_unit_lower, found 'size'");
+        "t.qla:4:23: error: expected 'blocks' or 'operands' in inv_unit_lower, found 'size'");
+  CHECK(parseError(K("l = inv_unit_lower(l, operands = bf16)")) ==
+        "t.qla:4:34: error: inv_unit_lower operands = bf16: only f16 is supported (tensor-core products of f16 operands)");
+  CHECK(parseError(K("l = inv_unit_lower(l, operands = 16)")) ==
+        "t.qla:4:34: error: expected f16 (inv_unit_lower(l, operands = f16)), found '16'");
+  CHECK(parseError(K("l = inv_unit_lower(l, blocks = 16, blocks = 16)")) ==
+        "t.qla:4:36: error: 'blocks' given twice to inv_unit_lower");
   CHECK(parseError(K("l = inv_unit_lower(l, blocks 16)")) == "t.qla:4:30: error: expected '=' after 'blocks', found '16'");
 
   // blocks = B: only the diagonal blocks.
@@ -556,6 +561,17 @@ TEST_CASE("features: inv_unit_lower", "[features]") {
         "t.qla:8:50: error: inv_unit_lower blocks = 48 must divide the extent 64 of 'l'");
   CHECK(err(K(decls + "frag d: f32[64, 64] = inv_unit_lower(l, blocks = 0)")) ==
         "t.qla:8:50: error: inv_unit_lower blocks = 0 must divide the extent 64 of 'l'");
+
+  // operands = f16: the whole inverse, merged by f16 tensor-core products.
+  auto mf = ok(K(decls + "frag d: f32[64, 64] = inv_unit_lower(l, operands = f16)"));
+  CHECK(stmtAt<FragDecl>(*mf, 4).init.f16Operands);
+  CHECK(stmtAt<FragDecl>(*mf, 4).init.blocks == 0);
+  CHECK(!stmtAt<FragDecl>(*m, 4).init.f16Operands);
+  CHECK(dumpAst(*mf).find("inv_unit_lower(l, operands = f16)") != std::string::npos);
+  CHECK(err(K(decls + "frag d: f32[64, 64] = inv_unit_lower(l, blocks = 16, operands = f16)")) ==
+        "t.qla:8:54: error: inv_unit_lower takes 'blocks' or 'operands', not both");
+  CHECK(err(K("frag w: f32[128, 128]\nw = inv_unit_lower(w, operands = f16)")) ==
+        "t.qla:5:23: error: inv_unit_lower(..., operands = f16) needs a 64 x 64 fragment, 'w' has shape [128, 128]");
 }
 
 //===----------------------------------------------------------------------===//

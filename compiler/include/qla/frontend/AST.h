@@ -505,6 +505,9 @@ const char *redOpStr(RedOp op);  // "+", "max", "min"
 // f32 and of the same shape; the source may be the target itself.
 // `inv_unit_lower(l, blocks = B)` inverts only the B × B diagonal blocks of
 // (I + strictly_lower(l)) and is zero off them (B divides the extent).
+// `inv_unit_lower(l, operands = f16)` is the whole inverse of a 64 × 64
+// fragment with its off-diagonal blocks merged by tensor-core products of f16
+// operands (never with `blocks`).
 struct FragInit {
   enum class Kind : uint8_t { None, Fill, Reduce, Scan, Cast, InvUnitLower };
   Kind kind = Kind::None;  // None: a frag declaration without '='
@@ -520,6 +523,8 @@ struct FragInit {
   ExprPtr blocksExpr;       // InvUnitLower: `blocks = EXPR` as written (a constant int), or null
   SourceLoc blocksLoc;
   int64_t blocks = 0;       // set by sema: the diagonal block size, 0 for the whole inverse
+  bool f16Operands = false; // InvUnitLower: `operands = f16` was written
+  SourceLoc operandsLoc;
 };
 
 // frag NAME : DTYPE [extents] [= init]

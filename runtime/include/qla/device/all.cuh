@@ -8,6 +8,8 @@
 #include "qla/device/tma.cuh"
 #include "qla/device/wgmma.cuh"
 #include "qla/device/ldstmatrix.cuh"
+#include "qla/device/mma_sync.cuh"
+#include "qla/device/warp_block.cuh"
 #include "qla/device/regs.cuh"
 #include "qla/device/math.cuh"
 #include "qla/device/smem_layout.cuh"
