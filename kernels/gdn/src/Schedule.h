@@ -47,20 +47,24 @@ struct MachineModel {
   // slice per CTA (three warpgroups) and with a whole head per CTA (one
   // math warpgroup per 64 columns of V), and the prepare kernel's SM time
   // per chunk and v-head, measured on the H200 (bench/gdn_paths.py,
-  // bench/gdn_kernel_split.py, docs/performance.md; the fused steps from the
-  // sixth session's runs (bench/results/gdn_fused_split_pass1_h200_2026-12-01.log):
-  // 16/64 and 8/32 at 1x32768 (64-wide slices, one wave) 1.511 and 1.496 ms
-  // over 512 chunks, at 8192x4 (whole heads, two waves and one) 1.026 and
-  // 0.501 ms over 128 chunks).
-  double fusedChunkUs = 2.92;
-  double fusedHeadChunkUs = 3.9;
+  // bench/gdn_kernel_split.py, docs/performance.md). Refitted in the seventh
+  // session, after aux's inverse went to registers (inv_unit_lower(l,
+  // operands = f16); bench/results/gdn_fused_mma_inverse_h200_2026-12-01.log):
+  // 16/64 1x32768 (64-wide slices, one wave of 128 CTAs) 1.345 ms over 512
+  // chunks; 16/64 and 8/32 at 8192x4 (whole heads, two waves and one) 0.891
+  // and 0.460 ms over 128 chunks.
+  double fusedChunkUs = 2.62;
+  double fusedHeadChunkUs = 3.5;
   // The fused kernel's pass 1 (context parallelism: segment end states and
-  // transitions, no output), its chunk step per CTA likewise, from the same
-  // runs' split rows (2/8 1x32768 in segments of 64 chunks, 0.471 ms, and of
-  // 64-wide slices, 0.540 ms, less the model's pass 2 and merge).
-  double fusedPass1ChunkUs = 2.5;
-  double fusedPass1HeadChunkUs = 3.1;
-  double prepareChunkHeadUs = 4.58;
+  // transitions, no output), its chunk step per CTA likewise, from the sixth
+  // session's split rows (2/8 1x32768 in segments of 64 chunks, 0.471 ms, and
+  // of 64-wide slices, 0.540 ms, less the model's pass 2 and merge), scaled
+  // by the 0.89 that the same inverse change gave the output pass.
+  double fusedPass1ChunkUs = 2.22;
+  double fusedPass1HeadChunkUs = 2.76;
+  // The prepare kernel: the same runs' two-kernel rows at 8192x4 (16/64
+  // 2.758 -> 2.495 ms, 8/32 1.353 -> 1.238 ms, all of it prepare's).
+  double prepareChunkHeadUs = 3.6;
 };
 
 // `force`: 0 picks by the model; -1 never splits; n > 0 segments of n chunks.
