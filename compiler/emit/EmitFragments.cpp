@@ -1226,19 +1226,24 @@ LogicalResult Emitter::emitInvUnitLowerMma(InvUnitLowerOp op) {
   line(fmt::format("  qla::dev::wblock_store_f16({}, {}, lf_[1]);  // L_21", at(32, 16), ld));
   line("}");
   line(groupSync());
+  // d += A B on the tensor cores: A from a register block (a_ is kept when
+  // `a` is empty), B from shared memory at (r, c) or from a register block.
+  auto bShared = [&](int64_t r, int64_t c) { return fmt::format("qla::dev::wblock_b_shared(b_, {}, {});", at(r, c), ld); };
+  auto bRegs = [](const std::string &x) { return "qla::dev::wblock_b(b_, " + x + ");"; };
+  auto mma = [&](const std::string &d, const std::string &a, const std::string &loadB) {
+    if (!a.empty()) line("qla::dev::wblock_a(a_, " + a + ");");
+    line(loadB);
+    line("qla::dev::wblock_mma(" + d + ", a_, b_);");
+  };
   // Level 1: warp 1 (i = 1, j = 0) and warp 3 (i = 3, j = 2).
   for (int64_t w : {1, 3}) {
     line(fmt::format("if (qla_warp == {}) {{  // X_{}{} = -D_{} (L_{}{} D_{})", w, w, w - 1, w, w, w - 1, w - 1));
     ++indent_;
     line("float y_[8] = {};");
-    line(fmt::format("qla::dev::wblock_a(a_, lf_[{}]);", w - 1));
-    line(fmt::format("qla::dev::wblock_b_shared(b_, {}, {});", at(16 * (w - 1), 16 * (w - 1)), ld));
-    line("qla::dev::wblock_mma(y_, a_, b_);");
+    mma("y_", fmt::format("lf_[{}]", w - 1), bShared(16 * (w - 1), 16 * (w - 1)));
     line("#pragma unroll");
     line("for (int i_ = 0; i_ < 8; ++i_) y_[i_] = -y_[i_];");
-    line("qla::dev::wblock_a(a_, xb_);");
-    line("qla::dev::wblock_b(b_, y_);");
-    line("qla::dev::wblock_mma(x1_, a_, b_);");
+    mma("x1_", "xb_", bRegs("y_"));
     if (w == 1) {
       line(fmt::format("qla::dev::wblock_store_f16({}, {}, x1_);  // X_10", at(16, 0), ld));
       line(fmt::format("qla::dev::wblock_store_f16({}, {}, xb_);  // D_1", at(16, 16), ld));
@@ -1253,30 +1258,19 @@ LogicalResult Emitter::emitInvUnitLowerMma(InvUnitLowerOp op) {
   line("float z0_[8] = {}, z1_[8] = {};");
   line("if (qla_warp == 3) {  // Z += X_32 [L_20 L_21]");
   ++indent_;
-  line("qla::dev::wblock_a(a_, x1_);");
-  line(fmt::format("qla::dev::wblock_b_shared(b_, {}, {});", at(32, 0), ld));
-  line("qla::dev::wblock_mma(z0_, a_, b_);");
-  line(fmt::format("qla::dev::wblock_b_shared(b_, {}, {});", at(32, 16), ld));
-  line("qla::dev::wblock_mma(z1_, a_, b_);");
+  mma("z0_", "x1_", bShared(32, 0));
+  mma("z1_", "", bShared(32, 16));
   --indent_;
   line("}");
   line("// Z += D_w [L_w0 L_w1]");
-  line("qla::dev::wblock_a(a_, xb_);");
-  line("qla::dev::wblock_b(b_, lf_[0]);");
-  line("qla::dev::wblock_mma(z0_, a_, b_);");
-  line("qla::dev::wblock_b(b_, lf_[1]);");
-  line("qla::dev::wblock_mma(z1_, a_, b_);");
+  mma("z0_", "xb_", bRegs("lf_[0]"));
+  mma("z1_", "", bRegs("lf_[1]"));
   line("#pragma unroll");
   line("for (int i_ = 0; i_ < 8; ++i_) { z0_[i_] = -z0_[i_]; z1_[i_] = -z1_[i_]; }");
   line("// X_w0 = Z_0 D_0 + Z_1 X_10, X_w1 = Z_1 D_1 (block (0, 1) of X_ul is 0)");
-  line("qla::dev::wblock_a(a_, z0_);");
-  line(fmt::format("qla::dev::wblock_b_shared(b_, {}, {});", at(0, 0), ld));
-  line("qla::dev::wblock_mma(q0_, a_, b_);");
-  line("qla::dev::wblock_a(a_, z1_);");
-  line(fmt::format("qla::dev::wblock_b_shared(b_, {}, {});", at(16, 0), ld));
-  line("qla::dev::wblock_mma(q0_, a_, b_);");
-  line(fmt::format("qla::dev::wblock_b_shared(b_, {}, {});", at(16, 16), ld));
-  line("qla::dev::wblock_mma(q1_, a_, b_);");
+  mma("q0_", "z0_", bShared(0, 0));
+  mma("q0_", "z1_", bShared(16, 0));
+  mma("q1_", "", bShared(16, 16));
   --indent_;
   line("}");
   // dst: block (w, cb) of the warp's rows.
