@@ -429,6 +429,10 @@ LogicalResult Emitter::emitCopy(CopyOp op) {
     if (!fencedAndSynced(op)) line(groupSync());
     return success();
   }
+  if (trans && toFrag && is16(te) && lay.x4Blocks()) {
+    emitLdmatrixTrans(op);
+    return success();
+  }
   RegLoop l = openRegLoop(frag);
   std::string row = tile.getShape().size() == 2 ? l.idx[0] : "0", col = l.idx.back();
   if (trans) std::swap(row, col);  // tile [j, i] is fragment [i, j]
@@ -512,6 +516,49 @@ void Emitter::emitStmatrixTrans(CopyOp op) {
   line(fmt::format("const qla::dev::u32 {}[4] = {{{}, {}, {}, {}}};", st, regs[0], regs[1], regs[2], regs[3]));
   line(fmt::format("qla::dev::stmatrix_x4_trans(&{}[{}], {});", tn,
                    smemIndex(tile, fmt::format("{} + {}", ocol, arow), orow), st));
+  closeLoop();
+  --indent_;
+  line("}");
+}
+
+// The mirror of emitStmatrixTrans: a 16-bit shared tile [N, M] -> transposed
+// fragment [M, N] copy with ldmatrix.sync.aligned.m8n8.x4.trans. Lane 8m + a
+// addresses tile row o.col + a, columns o.row .. o.row + 7 of block m (the
+// same 16 aligned bytes the store writes); with .trans register m of lane l
+// receives stored rows 2(l%4), 2(l%4) + 1 of column l/4, i.e. fragment row
+// o.row + l/4, columns o.col + 2(l%4) + {0, 1}: registers 8q + 2m and
+// 8q + 2m + 1 of the accumulator layout.
+void Emitter::emitLdmatrixTrans(CopyOp op) {
+  auto frag = cast<FragType>(op.getDst().getType());
+  auto tile = cast<SharedType>(op.getSrc().getType());
+  Type te = tile.getElementType(), fe = frag.getElementType();
+  const FragLayout lay = FragLayout::of(frag);
+  const std::string fn = name(op.getDst()), tn = name(op.getSrc());
+  const bool same16 = fe == te;  // packed registers move as they are
+  line("{");
+  ++indent_;
+  std::string blk = declareStr("int", "2 * (qla_lane / 8)", "ldm");  // 2m: the register offset of this lane's block
+  std::string arow = declareStr("int", "qla_lane % 8", "lda");       // the stored row it addresses
+  std::string q = fresh("q");
+  line("#pragma unroll");
+  line(fmt::format("for (int {0} = 0; {0} < {1}; ++{0}) {{", q, lay.x4Calls()));
+  ++indent_;
+  std::string reg = declareStr("int", fmt::format("8 * {} + {}", q, blk), "r");
+  std::vector<std::string> o = lay.indexText(reg, "0");
+  std::string orow = declareStr("int", o[0], "row"), ocol = declareStr("int", o[1], "col");
+  std::string ld = fresh("ld");
+  line(fmt::format("qla::dev::u32 {}[4];", ld));
+  line(fmt::format("qla::dev::ldmatrix_x4_trans({}, &{}[{}]);", ld, tn,
+                   smemIndex(tile, fmt::format("{} + {}", ocol, arow), orow)));
+  for (int m = 0; m < 4; ++m) {
+    std::string r0 = fmt::format("8 * {} + {}", q, 2 * m), r1 = fmt::format("8 * {} + {}", q, 2 * m + 1);
+    if (same16) {
+      line(fmt::format("{}[4 * {} + {}] = {}[{}];", fn, q, m, ld, m));
+    } else {
+      fragStore(op.getDst(), r0, fmt::format("qla::dev::unpack_{}x2_lo({}[{}])", pfx(te), ld, m));
+      fragStore(op.getDst(), r1, fmt::format("qla::dev::unpack_{}x2_hi({}[{}])", pfx(te), ld, m));
+    }
+  }
   closeLoop();
   --indent_;
   line("}");

@@ -97,6 +97,7 @@ class Emitter {
   mlir::LogicalResult emitInvUnitLowerMma(mlir::qla::InvUnitLowerOp op);
   mlir::LogicalResult warpBlockRegs(mlir::qla::InvUnitLowerOp op, int64_t w, int64_t cb, int64_t (&reg)[2][2][2]);
   void emitBlockInverse16();
+  void emitLdmatrixTrans(mlir::qla::CopyOp op);
   bool tmaStoreBox(mlir::qla::StoreOp op, std::vector<uint32_t> &box);
   void waitTmaStoreReads(mlir::Value tile);
   // Shared tiles some TMA store reads (found before emission).

@@ -11,7 +11,8 @@
 //     rows < L and untouched poison below, P (transposed load bounded by
 //     `until L`) is Xᵀ on columns < L and 0 elsewhere;
 //   - nothing outside the tensors nor past the arena is written;
-//   - stmatrix .x4 .trans was called the expected number of times (stm=N).
+//   - stmatrix .x4 .trans was called the expected number of times (stm=N),
+//     and ldmatrix .x4 .trans (ldm=N; both per thread).
 // Usage: sim cu=KERNEL.cu rows=ROWS cols=COLS swizzle=S limit=L.
 
 static long long refTileByte(int swizzle, int eb, long long rows, long long cols, long long r, long long c) {
@@ -119,8 +120,8 @@ int main(int argc, char **argv) {
   for (unsigned i = 0; i < kSimSmemGuard; ++i) guardWrites += qla_smem_raw[QLA_SMEM_BYTES + i] != 0x5A;
   const bool ok = ntiles == 2 && badTile + badZ + badV + badQ + badU + badP + badIn + guardWrites + simStmBad == 0;
   std::printf("dt=%s rows=%lld cols=%lld threads=%u swizzle=%d limit=%lld tiles=%u bad=tiles:%d,Z:%d,V:%d,Q:%d,U:%d,"
-              "P:%d,in:%d,stm:%lld past_arena_writes=%d stm=%lld %s\n",
+              "P:%d,in:%d,stm:%lld past_arena_writes=%d stm=%lld ldm=%lld %s\n",
               kDt, rows, cols, nthreads, swizzle, limit, ntiles, badTile, badZ, badV, badQ, badU, badP, badIn,
-              (long long)simStmBad, guardWrites, (long long)simStmCalls / nthreads, ok ? "OK" : "MISMATCH");
+              (long long)simStmBad, guardWrites, (long long)simStmCalls / nthreads, (long long)simLdmCalls / nthreads, ok ? "OK" : "MISMATCH");
   return ok ? 0 : 1;
 }
