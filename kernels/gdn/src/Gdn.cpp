@@ -9,10 +9,12 @@
 #include <cmath>
 #include <cstdlib>
 #include <mutex>
+#include <set>
 #include <sstream>
 
 #include "GdnInternal.h"
 #include "qla/op/Device.h"
+#include "qla/runtime/Log.h"
 
 namespace qla::gdn {
 namespace detail {
@@ -685,12 +687,29 @@ LaunchPlan makeLaunchPlan(const ForwardParams &p, void *workspace, size_t worksp
   return lp;
 }
 
+// The plan in the log: at QLA_LOG=info the first call of each shape and
+// choice (a process-wide set of the lines already written), at debug every call.
+void logSchedule(const ForwardParams &p, const Schedule &s) {
+  if (!rt::logEnabled(rt::LogLevel::Info)) return;
+  const ForwardShape shape{p.q.shape[0], p.q.shape[1], p.v.shape[2], p.q.shape[3], p.v.shape[3],
+                           p.cu_seqlens ? p.cu_seqlens->shape[0] - 1 : 0};
+  const std::string line = "gdn forward " + describeSchedule(shape, s);
+  if (!rt::logEnabled(rt::LogLevel::Debug)) {
+    static std::mutex mu;
+    static std::set<std::string> seen;
+    std::lock_guard<std::mutex> lock(mu);
+    if (!seen.insert(line).second) return;
+  }
+  rt::logMessage(rt::LogLevel::Info, line);
+}
+
 void launchForward(const ForwardParams &p, void *workspace, size_t workspaceBytes) {
   validateAll(p);
   const WorkspaceLayout l = layoutOf(p);
   checkWorkspace(p, l, workspace, workspaceBytes);
   CUcontext ctx = op::checkDevice(namedTensors(p, "o"), workspace, l.total);
   Plan plan = buildPlan(p, l, workspace);
+  logSchedule(p, l.schedule);
   // Launch order: prepare (the two-kernel path), (with a split) pass 1 and
   // the merge, then pass 2 (the state kernel, or the fused kernel).
   std::vector<op::LaunchStep> steps;

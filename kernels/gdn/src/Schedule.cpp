@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <vector>
 
 #include <cuda.h>
@@ -198,6 +199,29 @@ int deviceSmCount() {
     return n;
   }();
   return count;
+}
+
+std::string describeSchedule(const ForwardShape &s, const Schedule &sch) {
+  char head[160], tail[96];
+  std::snprintf(head, sizeof head, "B=%lld T=%lld Hv=%lld K=%lld V=%lld N=%lld: ", (long long)s.B, (long long)s.T,
+                (long long)s.Hv, (long long)s.K, (long long)s.V,
+                (long long)(s.numSequences > 0 ? s.numSequences : s.B));
+  std::string d = head;
+  if (sch.fused) {
+    d += "fused kernel, ";
+    d += sch.fusedBv >= s.V ? "whole heads (BV=" + std::to_string(sch.fusedBv) + ")"
+                            : std::to_string(sch.fusedBv) + "-wide V slices";
+  } else {
+    d += "two-kernel path (prepare, state)";
+  }
+  if (sch.split)
+    d += ", segments of " + std::to_string(sch.segChunks) + " chunks (pass 1, merge, pass 2; " +
+         std::to_string(sch.numIds) + " segment ids)";
+  else
+    d += ", no split";
+  std::snprintf(tail, sizeof tail, "; model %.0f us (%s %.0f us)", sch.fused ? sch.fusedUs : sch.twoKernelUs,
+                sch.fused ? "two-kernel path" : "fused kernel", sch.fused ? sch.twoKernelUs : sch.fusedUs);
+  return d + tail;
 }
 
 }  // namespace qla::gdn

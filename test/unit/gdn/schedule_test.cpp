@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <random>
+#include <string>
 #include <vector>
 
 #include "../../../kernels/gdn/src/Schedule.h"
@@ -187,4 +188,26 @@ TEST_CASE("GDN schedule: varlen segment ids are distinct, increasing and in rang
       if (nseg == 0) last = id0;  // an empty sequence still has an id0 (the binary search needs them increasing)
     }
   }
+}
+
+TEST_CASE("GDN schedule: the log line names the path, the slice, the split and the model's times", "[gdn][schedule]") {
+  MachineModel m;
+  ForwardShape s = shape(1, 32768, 8);
+  Schedule a = qla::gdn::forwardSchedule(s, m, 0, 0);
+  REQUIRE(a.fused);
+  REQUIRE(a.split);
+  const std::string d = qla::gdn::describeSchedule(s, a);
+  CHECK(d.rfind("B=1 T=32768 Hv=8 K=128 V=128 N=1: fused kernel, whole heads (BV=128), segments of 32 chunks "
+                "(pass 1, merge, pass 2; 16 segment ids); model ", 0) == 0);
+  CHECK(d.find("us (two-kernel path ") != std::string::npos);
+  // Unsplit, 64-wide slices, cu_seqlens with 4 sequences.
+  ForwardShape v = shape(1, 32768, 64, 4);
+  Schedule b = qla::gdn::forwardSchedule(v, m, 0, 1, 64);
+  REQUIRE(b.fusedBv == 64);
+  CHECK(qla::gdn::describeSchedule(v, b).find("N=4: fused kernel, 64-wide V slices, no split; model ") != std::string::npos);
+  // The two-kernel path, forced.
+  Schedule t = qla::gdn::forwardSchedule(s, m, -1, -1);
+  const std::string dt = qla::gdn::describeSchedule(s, t);
+  CHECK(dt.find(": two-kernel path (prepare, state), no split; model ") != std::string::npos);
+  CHECK(dt.find("us (fused kernel ") != std::string::npos);
 }
