@@ -475,6 +475,34 @@ LogicalResult Emitter::emitCopy(CopyOp op) {
   return success();
 }
 
+// The loop of a transposed fragment <-> 16-bit tile copy by 8x8 blocks
+// (FragLayout::x4Blocks), shared by stmatrix and ldmatrix: a scope, the
+// lane's block offset 2m (`blkName`) and stored row a (`rowName`), then the
+// loop over the calls q; `addr` is the tile index of the row lane 8m + a
+// addresses, tile row o.col + a at column o.row (o: the origin of block m of
+// call q, registers 8q + 2m, 8q + 2m + 1). closeX4TransLoop ends both.
+void Emitter::openX4TransLoop(const FragLayout &lay, SharedType tile, const char *blkName, const char *rowName,
+                              std::string &q, std::string &addr) {
+  line("{");
+  ++indent_;
+  std::string blk = declareStr("int", "2 * (qla_lane / 8)", blkName);  // 2m: the register offset of this lane's block
+  std::string arow = declareStr("int", "qla_lane % 8", rowName);       // the stored row it addresses
+  q = fresh("q");
+  line("#pragma unroll");
+  line(fmt::format("for (int {0} = 0; {0} < {1}; ++{0}) {{", q, lay.x4Calls()));
+  ++indent_;
+  std::string reg = declareStr("int", fmt::format("8 * {} + {}", q, blk), "r");
+  std::vector<std::string> o = lay.indexText(reg, "0");
+  std::string orow = declareStr("int", o[0], "row"), ocol = declareStr("int", o[1], "col");
+  addr = smemIndex(tile, fmt::format("{} + {}", ocol, arow), orow);
+}
+
+void Emitter::closeX4TransLoop() {
+  closeLoop();
+  --indent_;
+  line("}");
+}
+
 // A transposed fragment [M, N] -> 16-bit shared tile [N, M] copy with
 // stmatrix.sync.aligned.m8n8.x4.trans (FragLayout::x4Blocks: each call
 // stores four 8x8 blocks of the warp's registers). In block m of call q
@@ -494,17 +522,8 @@ void Emitter::emitStmatrixTrans(CopyOp op) {
   const FragLayout lay = FragLayout::of(frag);
   const std::string fn = name(op.getSrc()), tn = name(op.getDst());
   const bool same16 = fe == te;  // packed registers move as they are
-  line("{");
-  ++indent_;
-  std::string blk = declareStr("int", "2 * (qla_lane / 8)", "stm");  // 2m: the register offset of this lane's block
-  std::string arow = declareStr("int", "qla_lane % 8", "sta");       // the stored row it addresses
-  std::string q = fresh("q");
-  line("#pragma unroll");
-  line(fmt::format("for (int {0} = 0; {0} < {1}; ++{0}) {{", q, lay.x4Calls()));
-  ++indent_;
-  std::string reg = declareStr("int", fmt::format("8 * {} + {}", q, blk), "r");
-  std::vector<std::string> o = lay.indexText(reg, "0");
-  std::string orow = declareStr("int", o[0], "row"), ocol = declareStr("int", o[1], "col");
+  std::string q, addr;
+  openX4TransLoop(lay, tile, "stm", "sta", q, addr);
   std::vector<std::string> regs;
   for (int m = 0; m < 4; ++m) {
     std::string r0 = fmt::format("8 * {} + {}", q, 2 * m), r1 = fmt::format("8 * {} + {}", q, 2 * m + 1);
@@ -514,11 +533,8 @@ void Emitter::emitStmatrixTrans(CopyOp op) {
   }
   std::string st = fresh("st");
   line(fmt::format("const qla::dev::u32 {}[4] = {{{}, {}, {}, {}}};", st, regs[0], regs[1], regs[2], regs[3]));
-  line(fmt::format("qla::dev::stmatrix_x4_trans(&{}[{}], {});", tn,
-                   smemIndex(tile, fmt::format("{} + {}", ocol, arow), orow), st));
-  closeLoop();
-  --indent_;
-  line("}");
+  line(fmt::format("qla::dev::stmatrix_x4_trans(&{}[{}], {});", tn, addr, st));
+  closeX4TransLoop();
 }
 
 // The mirror of emitStmatrixTrans: a 16-bit shared tile [N, M] -> transposed
@@ -535,21 +551,11 @@ void Emitter::emitLdmatrixTrans(CopyOp op) {
   const FragLayout lay = FragLayout::of(frag);
   const std::string fn = name(op.getDst()), tn = name(op.getSrc());
   const bool same16 = fe == te;  // packed registers move as they are
-  line("{");
-  ++indent_;
-  std::string blk = declareStr("int", "2 * (qla_lane / 8)", "ldm");  // 2m: the register offset of this lane's block
-  std::string arow = declareStr("int", "qla_lane % 8", "lda");       // the stored row it addresses
-  std::string q = fresh("q");
-  line("#pragma unroll");
-  line(fmt::format("for (int {0} = 0; {0} < {1}; ++{0}) {{", q, lay.x4Calls()));
-  ++indent_;
-  std::string reg = declareStr("int", fmt::format("8 * {} + {}", q, blk), "r");
-  std::vector<std::string> o = lay.indexText(reg, "0");
-  std::string orow = declareStr("int", o[0], "row"), ocol = declareStr("int", o[1], "col");
+  std::string q, addr;
+  openX4TransLoop(lay, tile, "ldm", "lda", q, addr);
   std::string ld = fresh("ld");
   line(fmt::format("qla::dev::u32 {}[4];", ld));
-  line(fmt::format("qla::dev::ldmatrix_x4_trans({}, &{}[{}]);", ld, tn,
-                   smemIndex(tile, fmt::format("{} + {}", ocol, arow), orow)));
+  line(fmt::format("qla::dev::ldmatrix_x4_trans({}, &{}[{}]);", ld, tn, addr));
   for (int m = 0; m < 4; ++m) {
     std::string r0 = fmt::format("8 * {} + {}", q, 2 * m), r1 = fmt::format("8 * {} + {}", q, 2 * m + 1);
     if (same16) {
@@ -559,9 +565,7 @@ void Emitter::emitLdmatrixTrans(CopyOp op) {
       fragStore(op.getDst(), r1, fmt::format("qla::dev::unpack_{}x2_hi({}[{}])", pfx(te), ld, m));
     }
   }
-  closeLoop();
-  --indent_;
-  line("}");
+  closeX4TransLoop();
 }
 
 // A proxy fence right after a store to shared memory (qla-insert-fences) is

@@ -12,6 +12,8 @@
 
 namespace qla::compiler {
 
+class FragLayout;
+
 // The TMA swizzle mode of a tile's swizzle span in bytes (0: none).
 Swizzle swizzleOf(unsigned bytes);
 
@@ -98,6 +100,9 @@ class Emitter {
   mlir::LogicalResult warpBlockRegs(mlir::qla::InvUnitLowerOp op, int64_t w, int64_t cb, int64_t (&reg)[2][2][2]);
   void emitBlockInverse16();
   void emitLdmatrixTrans(mlir::qla::CopyOp op);
+  void openX4TransLoop(const FragLayout &lay, mlir::qla::SharedType tile, const char *blkName, const char *rowName,
+                       std::string &q, std::string &addr);
+  void closeX4TransLoop();
   bool tmaStoreBox(mlir::qla::StoreOp op, std::vector<uint32_t> &box);
   void waitTmaStoreReads(mlir::Value tile);
   // Shared tiles some TMA store reads (found before emission).
