@@ -938,10 +938,9 @@ LogicalResult Emitter::emitScan(ScanOp op) {
 LogicalResult Emitter::emitInvUnitLower(InvUnitLowerOp op) {
   auto s = op.getSrc().getType();
   int64_t n = s.getShape()[0];
-  int64_t nthreads = (group().end - group().begin + 1) * 128;
+  const int64_t wgs = group().end - group().begin + 1, nthreads = wgs * 128;
   if (n > nthreads) return op.emitOpError("matrices larger than the group's thread count are not supported yet");
   if (s.getLayout() != FragType::Acc) return op.emitOpError("needs an accumulator-layout fragment");
-  const int64_t wgs = group().end - group().begin + 1;
   if (op.getF16Operands()) {
     if (!op.mmaMerged(wgs))
       return op.emitOpError("with f16 operands needs a 64 x 64 accumulator fragment of one warpgroup (the role or "

@@ -242,9 +242,15 @@ int fusedMode(const ForwardParams &p) {
   return 0;
 }
 
+// The sizes the cost model plans from (p validated).
+ForwardShape shapeOf(const ForwardParams &p) {
+  return ForwardShape{p.q.shape[0], p.q.shape[1], p.v.shape[2], p.q.shape[3], p.v.shape[3],
+                      p.cu_seqlens ? p.cu_seqlens->shape[0] - 1 : 0};
+}
+
 WorkspaceLayout layoutOf(const ForwardParams &p) {
-  return workspaceLayout(p.q.dtype, p.q.shape[0], p.q.shape[1], p.v.shape[2], p.q.shape[3], p.v.shape[3],
-                         p.cu_seqlens ? p.cu_seqlens->shape[0] - 1 : 0, p.segment_chunks, fusedMode(p));
+  const ForwardShape s = shapeOf(p);
+  return workspaceLayout(p.q.dtype, s.B, s.T, s.Hv, s.K, s.V, s.numSequences, p.segment_chunks, fusedMode(p));
 }
 
 // p validated.
@@ -691,9 +697,7 @@ LaunchPlan makeLaunchPlan(const ForwardParams &p, void *workspace, size_t worksp
 // choice (a process-wide set of the lines already written), at debug every call.
 void logSchedule(const ForwardParams &p, const Schedule &s) {
   if (!rt::logEnabled(rt::LogLevel::Info)) return;
-  const ForwardShape shape{p.q.shape[0], p.q.shape[1], p.v.shape[2], p.q.shape[3], p.v.shape[3],
-                           p.cu_seqlens ? p.cu_seqlens->shape[0] - 1 : 0};
-  const std::string line = "gdn forward " + describeSchedule(shape, s);
+  const std::string line = "gdn forward " + describeSchedule(shapeOf(p), s);
   if (!rt::logEnabled(rt::LogLevel::Debug)) {
     static std::mutex mu;
     static std::set<std::string> seen;
