@@ -715,7 +715,10 @@ LogicalResult Emitter::emitKernel() {
   for (size_t i = 0; i < decls.size(); ++i) sig += "    " + decls[i] + (i + 1 < decls.size() ? ",\n" : "");
   std::string kernelName = sanitize(fn_.getSymName());
   // The symbol hashes the text without directives: the same with and without them.
-  std::string hash = hex64(llvm::xxh3_64bits(sig + renderBody(false, 0, "") + std::to_string(threads)));
+  int64_t minBlocks = 1;
+  if (auto mb = fn_->getAttrOfType<IntegerAttr>(kMinBlocksAttr)) minBlocks = mb.getInt();
+  std::string hash = hex64(llvm::xxh3_64bits(sig + renderBody(false, 0, "") + std::to_string(threads) +
+                                             (minBlocks > 1 ? "/" + std::to_string(minBlocks) : "")));
   info_.name = "qla_" + kernelName + "_" + hash;
 
   std::string s;
@@ -731,7 +734,8 @@ LogicalResult Emitter::emitKernel() {
   }
   s += "// QLA-KERNEL-INFO-END\n";
   s += "#include \"qla/device/all.cuh\"\n\n";
-  s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(threads) + ", 1) " + info_.name + "(\n";
+  s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(threads) + ", " +
+       std::to_string(minBlocks) + ") " + info_.name + "(\n";
   s += sig + ") {\n";
   s += "  extern __shared__ __align__(1024) unsigned char qla_smem_raw[];\n";
   s += "  unsigned char* const qla_smem = qla_smem_raw;\n";

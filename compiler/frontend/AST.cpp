@@ -370,7 +370,7 @@ class Dumper {
     line(1, "kernel " + k.name + " threads=" + std::to_string(k.numThreads) + " cluster=" +
                 std::to_string(k.clusterDims[0]) + "x" + std::to_string(k.clusterDims[1]) + "x" +
                 std::to_string(k.clusterDims[2]) + " grid=(" + k.gridStrings[0] + ", " + k.gridStrings[1] +
-                ", " + k.gridStrings[2] + ")");
+                ", " + k.gridStrings[2] + ")" + (k.minBlocks != 1 ? " occupancy=" + std::to_string(k.minBlocks) : ""));
     for (const auto &p : k.params)
       line(2, "param " + p->name + " = " + ex(p->defaultExpr) + " -> " +
                   (p->isDType ? std::string("dtype ") + dtypeStr(p->dtypeValue) : p->value.str()) +
@@ -392,6 +392,7 @@ class Dumper {
     for (size_t i = 0; i < k.grid.size(); ++i) line(2, "grid." + std::string(1, "xyz"[i]) + " = " + ex(k.grid[i]));
     line(2, "threads = " + ex(k.threads));
     if (!k.cluster.empty()) line(2, "cluster = " + exprsStr(k.cluster));
+    if (k.occupancy) line(2, "occupancy = " + ex(k.occupancy));
     block(2, k.body);
   }
 

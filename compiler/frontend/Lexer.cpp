@@ -16,7 +16,7 @@ namespace {
 const std::unordered_map<std::string, Tok> &keywords() {
   static const std::unordered_map<std::string, Tok> kw = {
       {"kernel", Tok::KwKernel},     {"grid", Tok::KwGrid},
-      {"threads", Tok::KwThreads},   {"cluster", Tok::KwCluster},
+      {"threads", Tok::KwThreads},   {"cluster", Tok::KwCluster},   {"occupancy", Tok::KwOccupancy},
       {"let", Tok::KwLet},           {"shared", Tok::KwShared},
       {"frag", Tok::KwFrag},         {"copy", Tok::KwCopy},
       {"gemm", Tok::KwGemm},         {"for", Tok::KwFor},

@@ -124,6 +124,12 @@ class Parser {
       parseExprList(k->cluster, 3, "cluster");
       expect(Tok::RParen, "after the cluster shape");
     }
+    if (at(Tok::KwOccupancy)) {
+      k->occupancyLoc = take().loc;
+      expect(Tok::LParen, "after 'occupancy'");
+      k->occupancy = parseExpr();
+      expect(Tok::RParen, "after the block count");
+    }
     parseBlock(k->body);
     return k;
   }

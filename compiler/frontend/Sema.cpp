@@ -325,6 +325,17 @@ void Sema::checkLaunch(KernelDecl &k) {
   }
   if (clusterOk && blocks > 8)
     error(k.clusterLoc, "a cluster of " + std::to_string(blocks) + " blocks is too large (at most 8)");
+  k.minBlocks = 1;
+  if (k.occupancy) {
+    if (auto v = constInt(k.occupancy, "the occupancy", /*positive=*/true)) {
+      if (k.numThreads > 0 && *v * k.numThreads > 2048)
+        error(k.occupancyLoc, "occupancy(" + std::to_string(*v) + ") of blocks of " + std::to_string(k.numThreads) +
+                                  " threads needs " + std::to_string(*v * k.numThreads) +
+                                  " threads per SM (at most 2048)");
+      else
+        k.minBlocks = *v;
+    }
+  }
   k.gridStrings = {"1", "1", "1"};
   for (size_t i = 0; i < k.grid.size(); ++i) {
     ExprPtr &g = k.grid[i];

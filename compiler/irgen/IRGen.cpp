@@ -570,6 +570,7 @@ LogicalResult IRGen::build(const fe::KernelDecl &k, ModuleOp module) {
   for (auto &g : k.gridStrings) grid.push_back(b_.getStringAttr(g));
   fn->setAttr(kGridAttr, b_.getArrayAttr(grid));
   fn->setAttr(kClusterAttr, b_.getDenseI64ArrayAttr({k.clusterDims[0], k.clusterDims[1], k.clusterDims[2]}));
+  if (k.minBlocks > 1) fn->setAttr(kMinBlocksAttr, b_.getI64IntegerAttr(k.minBlocks));
   fn->setAttr(kSourceAttr, b_.getStringAttr(file_));
 
   Block *entry = fn.addEntryBlock();

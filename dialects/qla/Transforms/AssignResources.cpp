@@ -17,6 +17,8 @@ namespace {
 
 constexpr int64_t kMaxSmemBytes = 227 * 1024;  // per block on sm_90
 constexpr int64_t kRegisterFile = 64 * 1024;    // 32-bit registers per SM
+constexpr int64_t kSmemPerSm = 228 * 1024;      // shared memory per SM on sm_90
+constexpr int64_t kReservedSmemBytes = 1024;    // reserved by the system per block
 
 int64_t alignTo(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 
@@ -171,13 +173,24 @@ struct AssignResources : ::mlir::qla::impl::QlaAssignResourcesBase<AssignResourc
                                              << " bytes a block can have on sm_90";
       return signalPassFailure();
     }
+    // occupancy(N): N blocks share an SM's shared memory (each also holds
+    // 1 KB the system reserves) and its register file.
+    int64_t minBlocks = 1;
+    if (auto mb = fn->getAttrOfType<IntegerAttr>(kMinBlocksAttr)) minBlocks = mb.getInt();
+    if (minBlocks > 1 && minBlocks * (smem + kReservedSmemBytes) > kSmemPerSm) {
+      fn.emitError("occupancy(") << minBlocks << ") needs " << minBlocks << " x (" << smem << " + "
+                                 << kReservedSmemBytes << ") bytes of shared memory but an SM has " << kSmemPerSm;
+      return signalPassFailure();
+    }
+    const int64_t regFile = kRegisterFile / minBlocks;
     fn->setAttr("qla.smem_bytes", b.getI64IntegerAttr(smem));
 
-    // Register budgets. With __launch_bounds__(threads, 1) every thread starts
-    // with the file divided evenly (rounded down to 8); roles move from there.
+    // Register budgets. With __launch_bounds__(threads, N) every thread starts
+    // with the block's share of the file (1 / N of it) divided evenly (rounded
+    // down to 8); roles move from there.
     int64_t threads = 128;
     if (auto th = fn->getAttrOfType<IntegerAttr>(kThreadsAttr)) threads = th.getInt();
-    int64_t base = std::min<int64_t>(255, kRegisterFile / threads) / 8 * 8;
+    int64_t base = std::min<int64_t>(255, regFile / threads) / 8 * 8;
     int64_t total = 0, coveredWgs = 0;
     SmallVector<WarpgroupsOp> roles;
     fn.walk([&](WarpgroupsOp wg) { roles.push_back(wg); });
@@ -193,9 +206,13 @@ struct AssignResources : ::mlir::qla::impl::QlaAssignResourcesBase<AssignResourc
       }
     }
     total += (threads / 128 - coveredWgs) * 128 * base;
-    if (total > kRegisterFile) {
-      fn.emitError("register budgets need ") << total << " registers but the register file has "
-                                             << kRegisterFile << " (reduce some role's regs)";
+    if (total > regFile) {
+      if (minBlocks > 1)
+        fn.emitError("register budgets need ") << total << " registers but a block of occupancy(" << minBlocks
+                                               << ") has " << regFile << " (reduce some role's regs)";
+      else
+        fn.emitError("register budgets need ") << total << " registers but the register file has " << regFile
+                                               << " (reduce some role's regs)";
       failed = true;
     }
     fn->setAttr("qla.base_regs", b.getI64IntegerAttr(base));

@@ -786,12 +786,15 @@ struct KernelDecl {
   ExprPtr threads;
   std::vector<ExprPtr> cluster;                    // 0..3 constant exprs
   SourceLoc clusterLoc;
+  ExprPtr occupancy;                               // optional constant: blocks resident per SM
+  SourceLoc occupancyLoc;
   Block body;
 
   // Set by sema.
   int64_t numThreads = 0;                    // multiple of 128, <= 1024
   int64_t numWarpgroups = 0;                 // numThreads / 128
   std::array<int64_t, 3> clusterDims = {1, 1, 1};
+  int64_t minBlocks = 1;                     // occupancy(N): N, else 1
   std::array<std::string, 3> gridStrings = {"1", "1", "1"};  // gridExprString of each grid expr
   std::vector<RoleStmt *> roles;             // top-level roles, in order (empty: no warp specialization)
   std::vector<ChannelDecl *> channels;       // in order
