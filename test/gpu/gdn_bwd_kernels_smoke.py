@@ -122,7 +122,9 @@ def run_case(cs, kernels):
     DG = torch.full((B, T, HV), nan, device=dev)
     h0k = h0 if use_h0 else torch.zeros(N, HV, K, V, device=dev)
     dhtk = dht if use_dht else torch.zeros(N, HV, K, V, device=dev)
-    kk["prep"](k, v, g, beta, cu, W, U, GC, AM)
+    TS = torch.empty(B, T, HV, 64, device=dev, dtype=dt)  # OUT_T = 0: not written
+    RKt = torch.empty(B, T, HV, device=dev)
+    kk["prep"](k, v, g, beta, cu, W, U, GC, AM, TS, RKt, 1 << 30)
     kk["state"](q, k, W, U, GC, cu, h0k, O, HT, HS, LS, PH, PL, H, VN, scale, 1 << 30)
     # One segment per sequence (ls = 2^30): the segment tensors are not touched.
     kk["dh"](q, k, W, do, GC, cu, H, dhtk, DH, DVD, DH0, SD, HS, LS, PH, PL, scale, 1 << 30)

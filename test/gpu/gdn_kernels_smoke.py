@@ -88,7 +88,9 @@ def main():
         PH = PL = torch.empty(N, HV, K, K, device=dev, dtype=bf)
         AM = torch.empty(B, HV, 64 * slots, 64, device=dev)     # SAVE_A = 0: not written
         H = torch.empty(B, 1, HV, K, V, device=dev, dtype=bf)     # SAVE_H = 0: not written
-        kp(k, v, g, beta, cu, W, U, GC, AM)
+        TS = torch.empty(B, T, HV, 64, device=dev, dtype=bf)     # OUT_T = 0: not written
+        RKt = torch.empty(B, T, HV, device=dev)
+        kp(k, v, g, beta, cu, W, U, GC, AM, TS, RKt, 1 << 30)
         ks(q, k, W, U, GC, cu, h0, O, HT, HS, LS, PH, PL, H, O, scale, 1 << 30)
         torch.cuda.synchronize()
         # reference on the flattened sequences

@@ -30,6 +30,7 @@ constexpr const char *kPrepareFile = "gdn_fwd_prepare.qla";
 constexpr const char *kStateFile = "gdn_fwd_state.qla";
 constexpr const char *kMergeFile = "gdn_fwd_merge.qla";
 constexpr const char *kFusedFile = "gdn_fwd_fused.qla";
+constexpr const char *kFusedPass1File = "gdn_fwd_fused_pass1.qla";
 constexpr const char *kSourceDir = "kernels/gdn/";  // the compiler sees kernels/gdn/<file>
 
 void fail(const std::string &msg) { throw Error(kOp + msg); }
@@ -67,10 +68,12 @@ int64_t fusedBvFromEnvironment() {
 // Slots needed: cdiv(T, C) + N - 1 with N sequences (B = 1), cdiv(T, C) otherwise.
 // With a split schedule (context parallelism), HS and LS are [NZ, Hv, K, V]
 // f32 (segment start and end states) and PH, PL [NZ, Hv, K, K] bf16 (the
-// segments' state transitions as hi + lo), NZ the schedule's segment ids.
+// segments' state transitions as hi + lo), NZ the schedule's segment ids;
+// on the fused path also TS [B, T, Hv, 64] (prepare's T' per token, dtype)
+// and RK [B, T, Hv] f32 (1 / ‖k‖, with L2 normalization) for its pass 1.
 WorkspaceLayout addForwardRegions(op::WorkspacePlanner &ws, DType dtype, int64_t B, int64_t T, int64_t Hv,
                                   int64_t K, int64_t V, int64_t numSequences, int64_t segmentChunks,
-                                  int fusedMode) {
+                                  int fusedMode, bool l2norm) {
   const size_t eb = size_t(dtypeBytes(dtype));
   WorkspaceLayout l;
   MachineModel m;
@@ -90,15 +93,21 @@ WorkspaceLayout addForwardRegions(op::WorkspacePlanner &ws, DType dtype, int64_t
     l.ls = ws.add(nz * size_t(Hv * K * V) * 4);
     l.ph = ws.add(nz * size_t(Hv * K * K) * 2);
     l.pl = ws.add(nz * size_t(Hv * K * K) * 2);
+    if (l.schedule.fused) {
+      l.ts = ws.add(size_t(B * T * Hv * kChunk) * eb);
+      if (l2norm) l.rk = ws.add(size_t(B * T * Hv) * 4);
+    }
   }
   return l;
 }
 
 // The forward's workspace: its regions, then the dummy (op::WorkspacePlanner).
 WorkspaceLayout workspaceLayout(DType dtype, int64_t B, int64_t T, int64_t Hv, int64_t K, int64_t V,
-                                int64_t numSequences, int64_t segmentChunks, int fusedMode = -1) {
+                                int64_t numSequences, int64_t segmentChunks, int fusedMode = -1,
+                                bool l2norm = false) {
   op::WorkspacePlanner ws;
-  WorkspaceLayout l = addForwardRegions(ws, dtype, B, T, Hv, K, V, numSequences, segmentChunks, fusedMode);
+  WorkspaceLayout l =
+      addForwardRegions(ws, dtype, B, T, Hv, K, V, numSequences, segmentChunks, fusedMode, l2norm);
   l.dummy = ws.addDummy();
   l.total = ws.total();
   return l;
@@ -122,15 +131,15 @@ struct ConfigKernels {
   op::KernelSlot *segment = nullptr, *merge = nullptr;  // with a split schedule
   op::KernelSlot *fused = nullptr;                      // the fused path, a whole head per CTA (BV = V)
   op::KernelSlot *fusedSlice = nullptr;                 // ... a 64-wide V slice per CTA (= fused when V = 64)
-  op::KernelSlot *fusedPass1 = nullptr;                 // its pass 1, as fused (64-wide when K < V)
-  op::KernelSlot *fusedPass1Slice = nullptr;            // ... as fusedSlice
+  op::KernelSlot *fusedPass1 = nullptr;                 // its pass 1 (context parallelism)
+  op::KernelSlot *tmat = nullptr;                       // prepare's T' for fusedPass1 (OUT_T=1)
 };
 
 op::Signature prepareSignature(const ForwardConfig &c) {
   const DType dt = c.dtype, f32 = DType::F32;
-  return {{"Kt", "Vt", "G", "Beta", "CU", "W", "U", "GC", "AM"},
-          {dt, dt, c.gDtype, c.betaDtype, c.cuDtype, dt, dt, f32, f32},
-          0};
+  return {{"Kt", "Vt", "G", "Beta", "CU", "W", "U", "GC", "AM", "TS", "RK"},
+          {dt, dt, c.gDtype, c.betaDtype, c.cuDtype, dt, dt, f32, f32, dt, f32},
+          1};
 }
 
 op::Signature stateSignature(const ForwardConfig &c) {
@@ -141,10 +150,17 @@ op::Signature stateSignature(const ForwardConfig &c) {
 }
 
 op::Signature fusedSignature(const ForwardConfig &c) {
-  const DType dt = c.dtype, f32 = DType::F32, bf = DType::BF16;
-  return {{"Q", "Kt", "Vt", "G", "Beta", "CU", "H0", "HS", "O", "HT", "LS", "PH", "PL"},
-          {dt, dt, dt, c.gDtype, c.betaDtype, c.cuDtype, f32, f32, dt, f32, f32, bf, bf},
+  const DType dt = c.dtype, f32 = DType::F32;
+  return {{"Q", "Kt", "Vt", "G", "Beta", "CU", "H0", "HS", "O", "HT"},
+          {dt, dt, dt, c.gDtype, c.betaDtype, c.cuDtype, f32, f32, dt, f32},
           2};
+}
+
+op::Signature fusedPass1Signature(const ForwardConfig &c) {
+  const DType dt = c.dtype, f32 = DType::F32, bf = DType::BF16;
+  return {{"Kt", "Vt", "G", "TS", "RK", "CU", "H0", "LS", "PH", "PL"},
+          {dt, dt, c.gDtype, dt, f32, c.cuDtype, f32, f32, bf, bf},
+          1};
 }
 
 op::Signature mergeSignature(const ForwardConfig &c) {
@@ -185,9 +201,8 @@ ConfigKernels kernelsFor(const ForwardConfig &c) {
   ck.merge = &r.slot(opSpec(mergeKernelSpec(c)));
   ck.fused = &r.slot(opSpec(fusedKernelSpec(c)));
   ck.fusedSlice = &r.slot(opSpec(fusedKernelSpec(c, 64)));
-  // Pass 1's P slices need BV | K: a whole head only when K is a multiple of V.
-  ck.fusedPass1 = &r.slot(opSpec(fusedKernelSpec(c, c.K % c.V == 0 ? c.V : 64, 1)));
-  ck.fusedPass1Slice = &r.slot(opSpec(fusedKernelSpec(c, 64, 1)));
+  ck.fusedPass1 = &r.slot(opSpec(fusedPass1KernelSpec(c)));
+  ck.tmat = &r.slot(opSpec(tmatKernelSpec(c)));
   std::lock_guard<std::mutex> lock(mu);
   memo[key] = ck;
   return ck;
@@ -227,9 +242,9 @@ struct Plan {
   std::array<int64_t, 3> prepareGrid{}, stateGrid{}, segmentGrid{}, mergeGrid{}, fusedGrid{};
 };
 
-// Prepare runs on the two-kernel path only (the fused kernel's pass 1 does
-// its own chunk-local work).
-bool launchesPrepare(const Schedule &s) { return !s.fused; }
+// Prepare runs on the two-kernel path and, for the fused path's pass 1 (its
+// T' per chunk, OUT_T=1), with a split.
+bool launchesPrepare(const Schedule &s) { return !s.fused || s.split; }
 
 // The path a call asks for (ForwardParams::fused; where it leaves the choice
 // to the operator, QLA_GDN_FUSED=0 asks for the two-kernel path and
@@ -250,7 +265,8 @@ ForwardShape shapeOf(const ForwardParams &p) {
 
 WorkspaceLayout layoutOf(const ForwardParams &p) {
   const ForwardShape s = shapeOf(p);
-  return workspaceLayout(p.q.dtype, s.B, s.T, s.Hv, s.K, s.V, s.numSequences, p.segment_chunks, fusedMode(p));
+  return workspaceLayout(p.q.dtype, s.B, s.T, s.Hv, s.K, s.V, s.numSequences, p.segment_chunks, fusedMode(p),
+                         p.use_qk_l2norm);
 }
 
 // p validated.
@@ -268,14 +284,14 @@ Plan buildPlan(const ForwardParams &p, const WorkspaceLayout &l, void *workspace
   plan.kernels = kernelsFor(c);
   plan.schedule = l.schedule;
   // The fused kernel of the schedule's V slice; with a split, its pass 1
-  // stands in for the state kernel's.
-  if (l.schedule.fused && l.schedule.fusedBv < c.V) {
-    plan.kernels.fused = plan.kernels.fusedSlice;
-    plan.kernels.fusedPass1 = plan.kernels.fusedPass1Slice;
-  }
+  // stands in for the state kernel's, and prepare gives it T' (OUT_T=1).
+  if (l.schedule.fused && l.schedule.fusedBv < c.V) plan.kernels.fused = plan.kernels.fusedSlice;
   const bool split = l.schedule.split;
   const bool fused = l.schedule.fused;
-  if (fused) plan.kernels.segment = plan.kernels.fusedPass1;
+  if (fused) {
+    plan.kernels.segment = plan.kernels.fusedPass1;
+    plan.kernels.prepare = plan.kernels.tmat;
+  }
   // Only the kernels this call launches are compiled.
   const KernelInfo *ip = nullptr, *is = nullptr, *iseg = nullptr, *imerge = nullptr, *ifu = nullptr;
   if (launchesPrepare(l.schedule)) {
@@ -292,7 +308,7 @@ Plan buildPlan(const ForwardParams &p, const WorkspaceLayout &l, void *workspace
   if (split) {
     iseg = &compiled(*plan.kernels.segment).info();
     imerge = &compiled(*plan.kernels.merge).info();
-    op::checkSignature(plan.kernels.segment->spec, *iseg, fused ? fusedSignature(c) : stateSignature(c),
+    op::checkSignature(plan.kernels.segment->spec, *iseg, fused ? fusedPass1Signature(c) : stateSignature(c),
                        kContractDoc);
     op::checkSignature(plan.kernels.merge->spec, *imerge, mergeSignature(c), kContractDoc);
   }
@@ -318,11 +334,17 @@ Plan buildPlan(const ForwardParams &p, const WorkspaceLayout &l, void *workspace
   rt::TensorArg PH = contiguousArg(split ? ws + l.ph : dummy, {NZ, Hv, K, K});
   rt::TensorArg PL = contiguousArg(split ? ws + l.pl : dummy, {NZ, Hv, K, K});
 
+  // The fused path's pass 1 reads T' (and 1 / ‖k‖) from prepare (OUT_T=1).
+  const bool tmat = fused && split;
+  rt::TensorArg TS = contiguousArg(tmat ? ws + l.ts : dummy, {B, T, Hv, kChunk});
+  rt::TensorArg RK = contiguousArg(tmat && c.l2norm ? ws + l.rk : dummy, {B, T, Hv});
+
   // Tensors only the backward's specializations touch: the dummy stands in.
   rt::TensorArg AM = contiguousArg(dummy, {B, Hv, TC, kChunk});
   rt::TensorArg H = contiguousArg(dummy, {B, 1, Hv, K, V});
   rt::TensorArg VN = contiguousArg(dummy, {B, T, Hv, V});
-  plan.prepare.tensors = {arg(p.k), arg(p.v), arg(p.g), arg(p.beta), CU, W, U, GC, AM};
+  plan.prepare.tensors = {arg(p.k), arg(p.v), arg(p.g), arg(p.beta), CU, W, U, GC, AM, TS, RK};
+  plan.prepare.scalars = {double(l.schedule.segChunks)};  // (read with OUT_T=1 only)
   plan.prepare.stream = p.stream;
   const double scale = std::isnan(p.scale) ? 1.0 / std::sqrt(double(K)) : p.scale;
   const double segChunks = double(l.schedule.segChunks);
@@ -330,13 +352,18 @@ Plan buildPlan(const ForwardParams &p, const WorkspaceLayout &l, void *workspace
   plan.state.scalars = {scale, segChunks};
   plan.state.stream = p.stream;
   if (fused) {
-    plan.fusedArgs.tensors = {arg(p.q), arg(p.k), arg(p.v), arg(p.g), arg(p.beta), CU, H0, HS, arg(p.o), HT,
-                              LS, PH, PL};
+    plan.fusedArgs.tensors = {arg(p.q), arg(p.k), arg(p.v), arg(p.g), arg(p.beta), CU, H0, HS, arg(p.o), HT};
     plan.fusedArgs.scalars = {scale, segChunks};
     plan.fusedArgs.stream = p.stream;
   }
   if (split) {
-    plan.segment = fused ? plan.fusedArgs : plan.state;
+    if (fused) {
+      plan.segment.tensors = {arg(p.k), arg(p.v), arg(p.g), TS, RK, CU, H0, LS, PH, PL};
+      plan.segment.scalars = {segChunks};
+      plan.segment.stream = p.stream;
+    } else {
+      plan.segment = plan.state;
+    }
     plan.merge.tensors = {GC, CU, LS, PH, PL, HS};
     plan.merge.scalars = {segChunks};
     plan.merge.stream = p.stream;
@@ -583,7 +610,7 @@ KernelSpec segmentKernelSpec(const ForwardConfig &c) {
   return s;
 }
 
-KernelSpec fusedKernelSpec(const ForwardConfig &c, int64_t bv, int pass) {
+KernelSpec fusedKernelSpec(const ForwardConfig &c, int64_t bv) {
   // Every constant of prepare's (the chunk-local work) and the states' of
   // the state kernel's output pass; BV only where it is not the default (V).
   KernelSpec s = prepareKernelSpec(c);
@@ -595,15 +622,26 @@ KernelSpec fusedKernelSpec(const ForwardConfig &c, int64_t bv, int pass) {
       fail("fused kernel: V slice " + std::to_string(bv) + " for V = " + std::to_string(c.V) + " (64 or V)");
     s.defines["BV"] = std::to_string(bv);
   }
-  if (pass == 1) {
-    if (c.K % (bv != 0 ? bv : c.V) != 0)
-      fail("fused kernel pass 1: V slice " + std::to_string(bv != 0 ? bv : c.V) + " does not divide K = " +
-           std::to_string(c.K) + " (P's column slices)");
-    s.defines["PASS"] = "1";
-    s.defines["STORE_HT"] = "0";  // pass 1 writes segment states only
-  } else if (pass != 2) {
-    fail("fused kernel: pass " + std::to_string(pass) + " (1 or 2)");
-  }
+  return s;
+}
+
+KernelSpec fusedPass1KernelSpec(const ForwardConfig &c) {
+  KernelSpec s;
+  s.file = kFusedPass1File;
+  s.defines = {{"DT", dtypeName(c.dtype)},
+               {"GT", dtypeName(c.gDtype)},
+               {"CT", dtypeName(c.varlen ? c.cuDtype : DType::I32)},
+               {"DK", std::to_string(c.K)},
+               {"DV", std::to_string(c.V)},
+               {"VARLEN", c.varlen ? "1" : "0"},
+               {"L2NORM", c.l2norm ? "1" : "0"},
+               {"HAS_H0", c.initialState ? "1" : "0"}};
+  return s;
+}
+
+KernelSpec tmatKernelSpec(const ForwardConfig &c) {
+  KernelSpec s = prepareKernelSpec(c);
+  s.defines["OUT_T"] = "1";
   return s;
 }
 
@@ -645,7 +683,7 @@ void warmupConfig(const ForwardConfig &c, bool loadOnGpu) {
   checkConfig(c);
   ConfigKernels ck = kernelsFor(c);
   const std::initializer_list<op::KernelSlot *> slots = {ck.prepare, ck.state,      ck.segment,    ck.merge,
-                                                          ck.fused,   ck.fusedSlice, ck.fusedPass1, ck.fusedPass1Slice};
+                                                          ck.fused,   ck.fusedSlice, ck.fusedPass1, ck.tmat};
   for (op::KernelSlot *k : slots) compiled(*k);
   if (loadOnGpu && rt::gpuAvailable()) {
     CUcontext ctx = op::currentOrPrimaryContext();
@@ -714,8 +752,9 @@ void launchForward(const ForwardParams &p, void *workspace, size_t workspaceByte
   CUcontext ctx = op::checkDevice(namedTensors(p, "o"), workspace, l.total);
   Plan plan = buildPlan(p, l, workspace);
   logSchedule(p, l.schedule);
-  // Launch order: prepare (the two-kernel path), (with a split) pass 1 and
-  // the merge, then pass 2 (the state kernel, or the fused kernel).
+  // Launch order: prepare (the two-kernel path, or T' for the fused path's
+  // pass 1), (with a split) pass 1 and the merge, then pass 2 (the state
+  // kernel, or the fused kernel).
   std::vector<op::LaunchStep> steps;
   if (launchesPrepare(plan.schedule)) steps.push_back({plan.kernels.prepare, &plan.prepare});
   if (plan.schedule.split) {

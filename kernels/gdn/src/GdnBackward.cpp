@@ -236,6 +236,9 @@ Plan buildPlan(const BackwardParams &p, const BackwardLayout &l, void *workspace
   rt::TensorArg HT = contiguousArg(dummy, {N, Hv, K, V});
   rt::TensorArg DHT = c.dht ? arg(*p.dht) : contiguousArg(dummy, {N, Hv, K, V});
   rt::TensorArg DH0 = c.dh0 ? arg(*p.dh0) : contiguousArg(dummy, {N, Hv, K, V});
+  // Prepare's outputs for the fused path's pass 1 (OUT_T=1 only).
+  rt::TensorArg PTS = contiguousArg(dummy, {B, T, Hv, kChunk});
+  rt::TensorArg PRK = contiguousArg(dummy, {B, T, Hv});
 
   const double scale = std::isnan(p.scale) ? 1.0 / std::sqrt(double(K)) : p.scale;
   const double segChunks = double(l.fwd.schedule.segChunks);
@@ -246,7 +249,7 @@ Plan buildPlan(const BackwardParams &p, const BackwardLayout &l, void *workspace
     a.stream = p.stream;
     return a;
   };
-  plan.prepare = args({arg(p.k), arg(p.v), arg(p.g), arg(p.beta), CU, W, U, GC, AM}, {});
+  plan.prepare = args({arg(p.k), arg(p.v), arg(p.g), arg(p.beta), CU, W, U, GC, AM, PTS, PRK}, {segChunks});
   plan.state = args({arg(p.q), arg(p.k), W, U, GC, CU, H0, O, HT, HS, LS, PH, PL, H, VN}, {scale, segChunks});
   if (plan.split) {
     plan.segment = args({arg(p.q), arg(p.k), W, U, GC, CU, H0, O, HT, HS, LS, PH, PL, H, VN}, {scale, segChunks});

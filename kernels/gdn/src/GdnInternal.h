@@ -52,15 +52,16 @@ void checkConfig(const ForwardConfig &c);
 struct WorkspaceLayout {
   size_t w = 0, u = 0, gc = 0, dummy = 0, total = 0;  // byte offsets; total size
   size_t hs = 0, ls = 0, ph = 0, pl = 0;               // segment states (schedule.split only)
+  size_t ts = 0, rk = 0;                               // the fused path's pass 1 inputs (split; rk: l2norm)
   int64_t gcSlots = 0;                                 // GC's last dim: chunk slots × kChunk
   Schedule schedule;
 };
-// W, U, GC (then HS, LS, PH, PL with a split) added to `ws`; dummy and total unset.
-// fusedMode: as forwardSchedule's (-1: the two-kernel path, as the
-// backward's recompute runs it).
+// W, U, GC (then HS, LS, PH, PL with a split, and TS, RK on the fused path)
+// added to `ws`; dummy and total unset. fusedMode: as forwardSchedule's (-1:
+// the two-kernel path, as the backward's recompute runs it).
 WorkspaceLayout addForwardRegions(op::WorkspacePlanner &ws, DType dtype, int64_t B, int64_t T, int64_t Hv,
                                   int64_t K, int64_t V, int64_t numSequences, int64_t segmentChunks,
-                                  int fusedMode = -1);
+                                  int fusedMode = -1, bool l2norm = false);
 
 // The kernels of kernels/gdn, compiled once per specialization and process.
 op::KernelRegistry &registry();

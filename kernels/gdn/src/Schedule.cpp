@@ -78,19 +78,22 @@ Schedule forwardSchedule(const ForwardShape &s, const MachineModel &m, int64_t f
   // Fused, one CTA per SM for each (segment, v-head, V slice of bv columns),
   // every chunk step of a segment on its CTA's chain: the 64-wide slice
   // doubles the CTAs (and the chunk-local work), the whole head takes one CTA
-  // per head and a longer step. Split: pass 1 (L's V slices and P's column
-  // slices of every segment but the last, P not for the first), the merge's
-  // chain, pass 2.
+  // per head and a longer step. Split: prepare's T' (parallel over the chunks
+  // of every segment but the last, and every v-head), pass 1 (those segments:
+  // a CTA per 64-wide slice, two per SM), the merge's chain, pass 2. A split
+  // schedule launches its three extra kernels also where a scenario's
+  // sequences are too short to be cut.
   auto fusedUs = [&](const Scenario &c, int64_t ls, int64_t bv) {
     const int64_t heads = c.seqs * s.Hv, ns = cdiv(c.chunks, ls);
     const double step = bv < s.V ? m.fusedChunkUs : m.fusedHeadChunkUs;
-    if (ns <= 1) return double(cdiv(heads * cdiv(s.V, bv), m.sms)) * (double(c.chunks) * step + m.waveStartUs);
-    const int64_t bv1 = s.K % bv == 0 ? bv : 64;  // P's column slices need bv | K
-    const double step1 = bv1 < s.V ? m.fusedPass1ChunkUs : m.fusedPass1HeadChunkUs;
-    const int64_t units1 = heads * ((ns - 1) * cdiv(s.V, bv1) + (ns - 2) * cdiv(s.K, bv1));
-    const double pass1 = double(cdiv(units1, m.sms)) * (double(ls) * step1 + m.waveStartUs);
+    const double whole = double(cdiv(heads * cdiv(s.V, bv), m.sms)) * (double(c.chunks) * step + m.waveStartUs);
+    if (ls == kNoSplit) return whole;
+    if (ns <= 1) return whole + 3 * m.launchUs;
+    const double tmat = double(c.seqs * (ns - 1) * ls * s.Hv) * m.tmatChunkHeadUs / double(m.sms);
+    const int64_t units1 = heads * (ns - 1) * cdiv(std::max(s.K, s.V), 64);
+    const double pass1 = passUs(units1, ls, m.fusedPass1AloneUs, m.fusedPass1PairUs, m);
     const double pass2 = double(cdiv(heads * ns * cdiv(s.V, bv), m.sms)) * (double(ls) * step + m.waveStartUs);
-    return pass1 + m.mergeStepUs * double(ns - 2) + 2 * m.launchUs + pass2;
+    return tmat + pass1 + m.mergeStepUs * double(ns - 2) + 3 * m.launchUs + pass2;
   };
 
   // One path's choice among its options (a segment length, and for the fused

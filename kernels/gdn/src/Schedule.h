@@ -56,13 +56,14 @@ struct MachineModel {
   // and 0.460 ms over 128 chunks.
   double fusedChunkUs = 2.62;
   double fusedHeadChunkUs = 3.5;
-  // The fused kernel's pass 1 (context parallelism: segment end states and
-  // transitions, no output), its chunk step per CTA likewise, from the sixth
-  // session's split rows (2/8 1x32768 in segments of 64 chunks, 0.471 ms, and
-  // of 64-wide slices, 0.540 ms, less the model's pass 2 and merge), scaled
-  // by the 0.89 that the same inverse change gave the output pass.
-  double fusedPass1ChunkUs = 2.22;
-  double fusedPass1HeadChunkUs = 2.76;
+  // The fused path's context parallelism: prepare's T' (OUT_T=1), SM time per
+  // chunk and v-head, and pass 1 (gdn_fwd_fused_pass1.qla: one CTA per
+  // segment, v-head and 64-wide slice carrying both of its chains, two CTAs
+  // per SM), its chunk step alone on an SM and with a second CTA beside it.
+  // First estimates (eighth session), before a measurement.
+  double tmatChunkHeadUs = 1.7;
+  double fusedPass1AloneUs = 2.0;
+  double fusedPass1PairUs = 2.6;
   // The prepare kernel: the same runs' two-kernel rows at 8192x4 (16/64
   // 2.758 -> 2.495 ms, 8/32 1.353 -> 1.238 ms, all of it prepare's).
   double prepareChunkHeadUs = 3.6;

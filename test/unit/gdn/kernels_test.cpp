@@ -35,7 +35,8 @@ using qla::test::joined;
 
 namespace {
 
-const char *kFiles[] = {"gdn_fwd_prepare.qla", "gdn_fwd_state.qla", "gdn_fwd_merge.qla", "gdn_fwd_fused.qla"};
+const char *kFiles[] = {"gdn_fwd_prepare.qla", "gdn_fwd_state.qla", "gdn_fwd_merge.qla", "gdn_fwd_fused.qla",
+                        "gdn_fwd_fused_pass1.qla"};
 const char *kBackwardFiles[] = {"gdn_bwd_dh.qla", "gdn_bwd_dqk.qla", "gdn_bwd_wy.qla", "gdn_bwd_finish.qla"};
 
 bool kernelsPresent() {
@@ -70,7 +71,9 @@ Expected expectedSignature(const KernelSpec &spec, const ForwardConfig &c) {
   const DType bt = c.betaDtype, gt = c.gDtype;
   const std::pair<std::string, DType> scale{"scale", f32}, ls{"ls", DType::I32};  // ls: segment length in chunks
   if (spec.file == "gdn_fwd_prepare.qla")
-    return {{"Kt", "Vt", "G", "Beta", "CU", "W", "U", "GC", "AM"}, {dt, dt, gt, bt, cu, dt, dt, f32, f32}, {}};
+    return {{"Kt", "Vt", "G", "Beta", "CU", "W", "U", "GC", "AM", "TS", "RK"},
+            {dt, dt, gt, bt, cu, dt, dt, f32, f32, dt, f32},
+            {ls}};
   if (spec.file == "gdn_fwd_merge.qla")
     return {{"GC", "CU", "LS", "PH", "PL", "HS"}, {f32, cu, f32, bf, bf, f32}, {ls}};
   if (spec.file == "gdn_fwd_state.qla")
@@ -78,9 +81,13 @@ Expected expectedSignature(const KernelSpec &spec, const ForwardConfig &c) {
             {dt, dt, dt, dt, f32, cu, f32, dt, f32, f32, f32, bf, bf, dt, dt},
             {scale, ls}};
   if (spec.file == "gdn_fwd_fused.qla")
-    return {{"Q", "Kt", "Vt", "G", "Beta", "CU", "H0", "HS", "O", "HT", "LS", "PH", "PL"},
-            {dt, dt, dt, gt, bt, cu, f32, f32, dt, f32, f32, bf, bf},
+    return {{"Q", "Kt", "Vt", "G", "Beta", "CU", "H0", "HS", "O", "HT"},
+            {dt, dt, dt, gt, bt, cu, f32, f32, dt, f32},
             {scale, ls}};
+  if (spec.file == "gdn_fwd_fused_pass1.qla")
+    return {{"Kt", "Vt", "G", "TS", "RK", "CU", "H0", "LS", "PH", "PL"},
+            {dt, dt, gt, dt, f32, cu, f32, f32, bf, bf},
+            {ls}};
   if (spec.file == "gdn_bwd_dh.qla")
     return {{"Q", "Kt", "W", "DO", "GC", "CU", "H", "DHT", "DH", "DVD", "DH0", "SD", "GS", "LS", "PH", "PL"},
             {dt, dt, dt, dt, f32, cu, dt, f32, dt, dt, f32, f32, f32, f32, bf, bf},
@@ -122,9 +129,12 @@ void checkSignature(const KernelSpec &spec, const ForwardConfig &c, const qla::K
     CHECK(info.scalars[i].dtype == e.scalars[i].second);
   }
   // The fused kernel: load, aux and one math warpgroup per 64 columns of its
-  // V slice (BV, V by default); the others one warpgroup.
+  // V slice (BV, V by default); its pass 1 load and math; the others one
+  // warpgroup.
   const int64_t bv = spec.defines.count("BV") ? std::stoll(spec.defines.at("BV")) : c.V;
-  CHECK(info.threads == (spec.file == "gdn_fwd_fused.qla" ? 256 + 128 * (bv / 64) : 128));
+  CHECK(info.threads == (spec.file == "gdn_fwd_fused.qla"         ? 256 + 128 * (bv / 64)
+                         : spec.file == "gdn_fwd_fused_pass1.qla" ? 256
+                                                                  : 128));
 }
 
 // Every constant takes each of its values at least once.
@@ -181,12 +191,12 @@ qla::gdn::LaunchPlan planOrFail(const ForwardParams &p, size_t n) {
 TEST_CASE("GDN: specializations", "[gdn][kernels]") {
   std::vector<ForwardConfig> all = qla::gdn::allForwardConfigs();
   CHECK(all.size() == 768);
-  std::set<std::string> distinct, prep, state, segment, merge, fused, sliced, pass1, pass1Sliced;
+  std::set<std::string> distinct, prep, state, segment, merge, fused, sliced, pass1, tmat;
   for (auto &c : all) {
     fused.insert(qla::gdn::fusedKernelSpec(c).str());
     sliced.insert(qla::gdn::fusedKernelSpec(c, 64).str());
-    pass1.insert(qla::gdn::fusedKernelSpec(c, c.K % c.V == 0 ? 0 : 64, 1).str());
-    pass1Sliced.insert(qla::gdn::fusedKernelSpec(c, 64, 1).str());
+    pass1.insert(qla::gdn::fusedPass1KernelSpec(c).str());
+    tmat.insert(qla::gdn::tmatKernelSpec(c).str());
     distinct.insert(c.str());
     prep.insert(qla::gdn::prepareKernelSpec(c).str());
     state.insert(qla::gdn::stateKernelSpec(c).str());
@@ -203,13 +213,10 @@ TEST_CASE("GDN: specializations", "[gdn][kernels]") {
   size_t shared = 0;
   for (const std::string &f : sliced) shared += fused.count(f);
   CHECK(shared == 768 / 2);
-  // The fused pass 1 never stores the final state; its 64-wide variant is
-  // another kernel only where K = V = 128.
-  CHECK(pass1.size() == 384);
-  CHECK(pass1Sliced.size() == 384);
-  shared = 0;
-  for (const std::string &f : pass1Sliced) shared += pass1.count(f);
-  CHECK(shared == 384 - 96);
+  // The fused path's pass 1 never stores the final state and reads no beta
+  // (T' holds it); prepare's T' has prepare's constants.
+  CHECK(pass1.size() == 192);
+  CHECK(tmat.size() == 192);
 
   ForwardConfig c;
   c.varlen = true;
@@ -236,15 +243,12 @@ TEST_CASE("GDN: specializations", "[gdn][kernels]") {
         "gdn_fwd_fused.qla -D BT=f32 -D BV=64 -D CT=i64 -D DK=128 -D DT=bf16 -D DV=128 -D GT=f32 -D HAS_H0=1 -D "
         "L2NORM=0 -D STORE_HT=0 -D VARLEN=1");
   CHECK_THROWS_WITH(qla::gdn::fusedKernelSpec(c, 32), Catch::Contains("V slice 32"));
-  CHECK(qla::gdn::fusedKernelSpec(c, 0, 1).str() ==
-        "gdn_fwd_fused.qla -D BT=f32 -D CT=i64 -D DK=128 -D DT=bf16 -D DV=128 -D GT=f32 -D HAS_H0=1 -D L2NORM=0 -D "
-        "PASS=1 -D STORE_HT=0 -D VARLEN=1");
-  CHECK_THROWS_WITH(qla::gdn::fusedKernelSpec(c, 0, 3), Catch::Contains("pass 3"));
-  {
-    ForwardConfig k64 = c;
-    k64.K = 64;  // P's 128-wide column slices would not fit in K = 64
-    CHECK_THROWS_WITH(qla::gdn::fusedKernelSpec(k64, 0, 1), Catch::Contains("does not divide K = 64"));
-  }
+  CHECK(qla::gdn::fusedPass1KernelSpec(c).str() ==
+        "gdn_fwd_fused_pass1.qla -D CT=i64 -D DK=128 -D DT=bf16 -D DV=128 -D GT=f32 -D HAS_H0=1 -D L2NORM=0 -D "
+        "VARLEN=1");
+  CHECK(qla::gdn::tmatKernelSpec(c).str() ==
+        "gdn_fwd_prepare.qla -D BT=f32 -D CT=i64 -D DK=128 -D DT=bf16 -D DV=128 -D GT=f32 -D L2NORM=0 -D OUT_T=1 -D "
+        "VARLEN=1");
 
   // A call's configuration.
   std::vector<int64_t> offs = {0, 3, 100};
@@ -289,7 +293,7 @@ TEST_CASE("GDN: every specialization compiles through the QLA compiler with the 
     for (const KernelSpec &spec :
          {qla::gdn::prepareKernelSpec(c), qla::gdn::stateKernelSpec(c), qla::gdn::segmentKernelSpec(c),
           qla::gdn::mergeKernelSpec(c), qla::gdn::fusedKernelSpec(c), qla::gdn::fusedKernelSpec(c, 64),
-          qla::gdn::fusedKernelSpec(c, c.K % c.V == 0 ? 0 : 64, 1), qla::gdn::fusedKernelSpec(c, 64, 1)}) {
+          qla::gdn::fusedPass1KernelSpec(c), qla::gdn::tmatKernelSpec(c)}) {
       if (!done.insert(spec.str()).second) continue;
       qla::CompileOptions o;
       o.defines = spec.defines;
@@ -302,7 +306,7 @@ TEST_CASE("GDN: every specialization compiles through the QLA compiler with the 
       ++n;
     }
   }
-  CHECK(n == 192 + 192 + 96 + 12 + 768 + 768 / 2 + 384 + 96);
+  CHECK(n == 192 + 192 + 96 + 12 + 768 + 768 / 2 + 192 + 192);
 
   // How the default specialization passes each tensor (for the record).
   ForwardConfig c;
@@ -578,17 +582,18 @@ TEST_CASE("GDN: fused launch plans", "[gdn][kernels][nvrtc]") {
         CHECK(plan.stateSpec.file.empty());  // the state kernel does not run
         const bool split = seg > 0;
         CHECK(plan.split == split);
-        // No prepare: the fused kernel's own pass 1 gives a split's segment states.
-        CHECK(plan.prepareSpec.file.empty());
+        // Unsplit no prepare; with a split prepare's T' (OUT_T=1) for pass 1.
         if (split) {
+          checkSignature(plan.prepareSpec, c, plan.prepareInfo);
+          CHECK(plan.prepareSpec.defines.at("OUT_T") == "1");
           checkSignature(plan.segmentSpec, c, plan.segmentInfo);
-          CHECK(plan.segmentSpec.file == "gdn_fwd_fused.qla");
-          CHECK(plan.segmentSpec.defines.at("PASS") == "1");
-          CHECK(plan.segmentSpec.defines.count("BV") == (bv == 64 ? 1u : 0u));
-          // L's V slices, then P's column slices (K = 128).
-          CHECK(plan.segmentGrid[0] == (V + 128) / bv);
+          CHECK(plan.segmentSpec.file == "gdn_fwd_fused_pass1.qla");
+          // One CTA per 64-wide slice (of L's V columns and P's K columns).
+          CHECK(plan.segmentGrid[0] == 128 / 64);
           CHECK(plan.segmentGrid[1] == Hv);
           CHECK(plan.mergeSpec.file == "gdn_fwd_merge.qla");
+        } else {
+          CHECK(plan.prepareSpec.file.empty());
         }
         const int64_t NZ = !split ? (varlen ? N + 1 : 2)
                                   : (varlen ? N + cdiv(cdiv(T, 64) + N, 3) : 2 * cdiv(cdiv(T, 64), 3));
@@ -596,7 +601,7 @@ TEST_CASE("GDN: fused launch plans", "[gdn][kernels][nvrtc]") {
         CHECK(plan.fusedGrid == std::array<int64_t, 3>{V / bv, Hv, NZ});
         CHECK(plan.fusedSpec.defines.count("BV") == (bv == 64 ? 1u : 0u));
         auto &ft = plan.fusedArgs.tensors;
-        REQUIRE(ft.size() == 13);
+        REQUIRE(ft.size() == 10);
         CHECK(ft[0].data == p.q.data);
         CHECK(ft[1].data == p.k.data);
         CHECK(ft[2].data == p.v.data);
@@ -609,10 +614,16 @@ TEST_CASE("GDN: fused launch plans", "[gdn][kernels][nvrtc]") {
         if (split) {
           CHECK(ft[7].data == plan.merge.tensors[5].data);  // HS: the merge's start states
           CHECK(ft[7].shape[0] == NZ);
-          // Pass 1 writes what the merge reads: LS, PH, PL.
+          // Pass 1 reads prepare's T' and writes what the merge reads: LS, PH, PL.
           auto &st = plan.segment.tensors;
-          REQUIRE(st.size() == 13);
-          for (int t : {10, 11, 12}) CHECK(st[t].data == plan.merge.tensors[t - 8].data);
+          REQUIRE(st.size() == 10);
+          for (int t : {7, 8, 9}) CHECK(st[t].data == plan.merge.tensors[t - 5].data);
+          auto &pt = plan.prepare.tensors;
+          REQUIRE(pt.size() == 11);
+          CHECK(st[3].data == pt[9].data);  // TS
+          CHECK(st[3].data >= ws);
+          CHECK(static_cast<char *>(st[3].data) + 256 <= ws + n - 256);  // a region, not the dummy
+          CHECK(st[3].shape == std::vector<int64_t>{varlen ? 1 : 2, T, Hv, 64});
           CHECK(plan.segmentGrid[2] == NZ);
         } else {
           CHECK(ft[7].data == ws + n - 256);  // the dummy: no segment states
@@ -815,10 +826,11 @@ TEST_CASE("GDN fused forward: wgmma not serialized by ptxas", "[gdn][kernels][nv
   c.varlen = true;
   c.initialState = true;
   c.finalState = true;
-  // The output pass and pass 1 (context parallelism), each at both V slices.
+  // The output pass at both V slices and pass 1 (context parallelism).
   for (int pass : {2, 1}) {
     for (int64_t bv : {int64_t(128), int64_t(64)}) {
-      KernelSpec spec = qla::gdn::fusedKernelSpec(c, bv, pass);
+      if (pass == 1 && bv == 64) continue;
+      KernelSpec spec = pass == 1 ? qla::gdn::fusedPass1KernelSpec(c) : qla::gdn::fusedKernelSpec(c, bv);
       INFO(spec.str());
       qla::CompiledKernel k;
       qla::rt::NvrtcResult r = compileWithPtxasReport(spec, k);

@@ -140,11 +140,12 @@ KernelSpec stateKernelSpec(const ForwardConfig &c);    // DT CT DK DV VARLEN L2N
 KernelSpec segmentKernelSpec(const ForwardConfig &c);  // the state kernel's PASS=1 (context parallelism)
 KernelSpec mergeKernelSpec(const ForwardConfig &c);    // CT DK DV VARLEN
 // The fused kernel for a V slice of bv columns per CTA: 0 or V (the default,
-// a whole head per CTA) or 64 (BV=64 among the constants); pass 1 (PASS=1
-// among the constants, no STORE_HT): the segments' end states and
-// transitions for context parallelism, the output pass otherwise.
-KernelSpec fusedKernelSpec(const ForwardConfig &c, int64_t bv = 0,
-                           int pass = 2);  // DT BT GT CT DK DV VARLEN L2NORM HAS_H0 STORE_HT [BV] [PASS]
+// a whole head per CTA) or 64 (BV=64 among the constants).
+KernelSpec fusedKernelSpec(const ForwardConfig &c, int64_t bv = 0);  // DT BT GT CT DK DV VARLEN L2NORM HAS_H0 STORE_HT [BV]
+// The fused path's context parallelism: its pass 1 (the segments' end states
+// and transitions), which reads the T' of prepare with OUT_T=1 (tmat).
+KernelSpec fusedPass1KernelSpec(const ForwardConfig &c);  // DT GT CT DK DV VARLEN L2NORM HAS_H0
+KernelSpec tmatKernelSpec(const ForwardConfig &c);        // prepare's constants and OUT_T=1
 
 // The .qla sources embedded at build time (file name → source).
 const std::vector<std::pair<std::string, std::string>> &embeddedKernelSources();
@@ -179,9 +180,10 @@ struct LaunchPlan {
   KernelInfo segmentInfo, mergeInfo;
   std::array<int64_t, 3> segmentGrid{}, mergeGrid{};
   // With fused, the fused kernel computes the output (in place of prepare and
-  // state, which are then not filled in); with a split too, segment (then the
-  // fused kernel's pass 1) and merge run before it (launch order: segment,
-  // merge, fused).
+  // state, which are then not filled in); with a split too, prepare (then
+  // with OUT_T=1: T' for pass 1), segment (then the fused path's pass 1,
+  // gdn_fwd_fused_pass1.qla) and merge run before it (launch order: prepare,
+  // segment, merge, fused).
   bool fused = false;
   KernelSpec fusedSpec;
   rt::LaunchArgs fusedArgs;
