@@ -88,12 +88,21 @@ Schedule forwardSchedule(const ForwardShape &s, const MachineModel &m, int64_t f
     const double step = bv < s.V ? m.fusedChunkUs : m.fusedHeadChunkUs;
     const double whole = double(cdiv(heads * cdiv(s.V, bv), m.sms)) * (double(c.chunks) * step + m.waveStartUs);
     if (ls == kNoSplit) return whole;
-    if (ns <= 1) return whole + 3 * m.launchUs;
+    // The grids of a split are the shape's, whatever the scenario: prepare's
+    // (every chunk, six CTAs per SM), pass 1's (two per SM) and pass 2's
+    // ids that this scenario leaves empty.
+    const int64_t ids = segmentIds(s, ls);
+    const int64_t tmatCtas = (s.B * total + std::max<int64_t>(s.numSequences - 1, 0)) * s.Hv;
+    const int64_t pass1Ctas = ids * s.Hv * cdiv(std::max(s.K, s.V), 64);
+    const int64_t emptyIds = std::max<int64_t>(ids - c.seqs * ns, 0) * s.Hv * cdiv(s.V, bv);
+    const double empty = m.emptyWaveUs * double(cdiv(tmatCtas, 6 * m.sms) + cdiv(pass1Ctas, 2 * m.sms) +
+                                                cdiv(emptyIds, m.sms));
+    if (ns <= 1) return whole + 3 * m.launchUs + empty;
     const double tmat = double(c.seqs * (ns - 1) * ls * s.Hv) * m.tmatChunkHeadUs / double(m.sms);
     const int64_t units1 = heads * (ns - 1) * cdiv(std::max(s.K, s.V), 64);
     const double pass1 = passUs(units1, ls, m.fusedPass1AloneUs, m.fusedPass1PairUs, m);
     const double pass2 = double(cdiv(heads * ns * cdiv(s.V, bv), m.sms)) * (double(ls) * step + m.waveStartUs);
-    return tmat + pass1 + m.mergeStepUs * double(ns - 2) + 3 * m.launchUs + pass2;
+    return tmat + pass1 + m.mergeStepUs * double(ns - 2) + 3 * m.launchUs + pass2 + empty;
   };
 
   // One path's choice among its options (a segment length, and for the fused

@@ -64,6 +64,12 @@ struct MachineModel {
   double tmatChunkHeadUs = 1.7;
   double fusedPass1AloneUs = 2.0;
   double fusedPass1PairUs = 2.6;
+  // A split's CTAs that find nothing to do (prepare's for chunks of last
+  // segments, pass 1's and pass 2's for ids past a sequence's last segment):
+  // each wave of them, fitted to 8192x4 and 4096x8 rows whose sequences the
+  // split does not cut (eighth session: 0.466 -> 0.498 ms at 32/32, 0.666 ->
+  // 0.770 at 16/48).
+  double emptyWaveUs = 1.5;
   // The prepare kernel: the same runs' two-kernel rows at 8192x4 (16/64
   // 2.758 -> 2.495 ms, 8/32 1.353 -> 1.238 ms, all of it prepare's).
   double prepareChunkHeadUs = 3.6;

@@ -66,19 +66,20 @@ TEST_CASE("GDN schedule: the fused kernel where its CTAs fill the machine", "[gd
   // H200; the cases measured on 2026-12-01 in the seventh session
   // (bench/results/gdn_fused_mma_inverse_h200_2026-12-01.log: the model's
   // choices), and the splits forced with QLA_GDN_FUSED_BV=128 in the eighth
-  // (bench/results/gdn_fused_pass1_tmat_h200_2026-12-01.log: prepare's T' and
+  // (bench/results/gdn_fused_pass1_tmat_h200_2026-12-02.log: prepare's T' and
   // the two-chain pass 1).
   MachineModel m;
   auto pick = [&](ForwardShape sh) { return qla::gdn::forwardSchedule(sh, m, 0, 0); };
   // 16/64 1x32768: 128 fused CTAs of 64-wide V slices, 1.345 ms against 2.53
-  // for the two-kernel path; a split does not pay (1.52 ms in 2 segments).
+  // for the two-kernel path; a split does not pay (1.52 ms in 2 segments with
+  // the seventh session's pass 1; not measured with the eighth's).
   Schedule a = pick(shape(1, 32768, 64));
   CHECK(a.fused);
   CHECK(a.fusedBv == 64);
   CHECK_FALSE(a.split);
   CHECK(a.fusedUs < a.twoKernelUs);
   CHECK(a.fusedUs == Approx(1345).epsilon(0.05));
-  CHECK(qla::gdn::forwardSchedule(shape(1, 32768, 64), m, 256, 1).fusedUs == Approx(1520).epsilon(0.1));
+  CHECK(qla::gdn::forwardSchedule(shape(1, 32768, 64), m, 256, 1).fusedUs > a.fusedUs);
   // 8/32 1x32768: 64 fused CTAs would leave half the SMs idle (1.50 ms);
   // whole heads in segments (0.978 ms at 128 chunks, 1.015 at 64, 1.081 at
   // 32) beat that and the two-kernel path with its split (1.61).
