@@ -405,7 +405,7 @@ TEST_CASE("GDN: launch plans match the compiled kernels", "[gdn][kernels][nvrtc]
     // Arguments: user tensors passed as they are, scratch inside the workspace.
     auto &pt = plan.prepare.tensors;
     auto &st = plan.state.tensors;
-    REQUIRE(pt.size() == 9);
+    REQUIRE(pt.size() == 11);
     REQUIRE(st.size() == 15);
     CHECK(pt[0].data == p.k.data);
     CHECK(pt[1].data == p.v.data);
@@ -444,8 +444,13 @@ TEST_CASE("GDN: launch plans match the compiled kernels", "[gdn][kernels][nvrtc]
     CHECK(st[6].shape == std::vector<int64_t>{N, Hv, K, V});
     CHECK(st[8].shape == std::vector<int64_t>{N, Hv, K, V});
     for (int i = 9; i < 13; ++i) CHECK(st[i].data == dummy);  // no split: segment states unused
-    // What only the backward's specializations write (AM, H, VN): the dummy.
+    // What only the backward's specializations write (AM, H, VN) and only
+    // prepare's OUT_T=1 (TS, RK): the dummy.
     CHECK(pt[8].data == dummy);
+    CHECK(pt[9].data == dummy);
+    CHECK(pt[10].data == dummy);
+    CHECK(pt[9].shape == std::vector<int64_t>{B, T, Hv, 64});
+    CHECK(plan.prepare.scalars == std::vector<double>{double(int64_t(1) << 30)});
     CHECK(st[13].data == dummy);
     CHECK(st[14].data == dummy);
     REQUIRE(plan.state.scalars.size() == 2);
