@@ -151,8 +151,8 @@ op::Signature stateSignature(const ForwardConfig &c) {
 
 op::Signature fusedSignature(const ForwardConfig &c) {
   const DType dt = c.dtype, f32 = DType::F32;
-  return {{"Q", "Kt", "Vt", "G", "Beta", "CU", "H0", "HS", "O", "HT"},
-          {dt, dt, dt, c.gDtype, c.betaDtype, c.cuDtype, f32, f32, dt, f32},
+  return {{"Q", "Kt", "Vt", "G", "Beta", "CU", "H0", "HS", "TS", "O", "HT"},
+          {dt, dt, dt, c.gDtype, c.betaDtype, c.cuDtype, f32, f32, dt, dt, f32},
           2};
 }
 
@@ -334,7 +334,8 @@ Plan buildPlan(const ForwardParams &p, const WorkspaceLayout &l, void *workspace
   rt::TensorArg PH = contiguousArg(split ? ws + l.ph : dummy, {NZ, Hv, K, K});
   rt::TensorArg PL = contiguousArg(split ? ws + l.pl : dummy, {NZ, Hv, K, K});
 
-  // The fused path's pass 1 reads T' (and 1 / ‖k‖) from prepare (OUT_T=1).
+  // The fused path's pass 1 and output pass read T (and 1 / ‖k‖) from
+  // prepare (OUT_T=1) for the sequences a split cuts.
   const bool tmat = fused && split;
   rt::TensorArg TS = contiguousArg(tmat ? ws + l.ts : dummy, {B, T, Hv, kChunk});
   rt::TensorArg RK = contiguousArg(tmat && c.l2norm ? ws + l.rk : dummy, {B, T, Hv});
@@ -352,7 +353,7 @@ Plan buildPlan(const ForwardParams &p, const WorkspaceLayout &l, void *workspace
   plan.state.scalars = {scale, segChunks};
   plan.state.stream = p.stream;
   if (fused) {
-    plan.fusedArgs.tensors = {arg(p.q), arg(p.k), arg(p.v), arg(p.g), arg(p.beta), CU, H0, HS, arg(p.o), HT};
+    plan.fusedArgs.tensors = {arg(p.q), arg(p.k), arg(p.v), arg(p.g), arg(p.beta), CU, H0, HS, TS, arg(p.o), HT};
     plan.fusedArgs.scalars = {scale, segChunks};
     plan.fusedArgs.stream = p.stream;
   }

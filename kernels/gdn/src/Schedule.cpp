@@ -98,10 +98,11 @@ Schedule forwardSchedule(const ForwardShape &s, const MachineModel &m, int64_t f
     const double empty = m.emptyWaveUs * double(cdiv(tmatCtas, 6 * m.sms) + cdiv(pass1Ctas, 2 * m.sms) +
                                                 cdiv(emptyIds, m.sms));
     if (ns <= 1) return whole + 3 * m.launchUs + empty;
-    const double tmat = double(c.seqs * (ns - 1) * ls * s.Hv) * m.tmatChunkHeadUs / double(m.sms);
+    const double tmat = double(c.seqs * c.chunks * s.Hv) * m.tmatChunkHeadUs / double(m.sms);
     const int64_t units1 = heads * (ns - 1) * cdiv(std::max(s.K, s.V), 64);
     const double pass1 = passUs(units1, ls, m.fusedPass1AloneUs, m.fusedPass1PairUs, m);
-    const double pass2 = double(cdiv(heads * ns * cdiv(s.V, bv), m.sms)) * (double(ls) * step + m.waveStartUs);
+    const double pass2 =
+        double(cdiv(heads * ns * cdiv(s.V, bv), m.sms)) * (double(ls) * step * m.fusedTStepScale + m.waveStartUs);
     return tmat + pass1 + m.mergeStepUs * double(ns - 2) + 3 * m.launchUs + pass2 + empty;
   };
 

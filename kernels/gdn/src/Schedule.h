@@ -62,7 +62,7 @@ struct MachineModel {
   // per SM), its chunk step alone on an SM and with a second CTA beside it.
   // First estimates (eighth session), before a measurement.
   double tmatChunkHeadUs = 1.7;
-  double fusedPass1AloneUs = 2.0;
+  double fusedPass1AloneUs = 1.6;
   double fusedPass1PairUs = 2.6;
   // A split's CTAs that find nothing to do (prepare's for chunks of last
   // segments, pass 1's and pass 2's for ids past a sequence's last segment):
@@ -70,6 +70,11 @@ struct MachineModel {
   // split does not cut (eighth session: 0.466 -> 0.498 ms at 32/32, 0.666 ->
   // 0.770 at 16/48).
   double emptyWaveUs = 1.5;
+  // The fused kernel's step where T comes from prepare (a cut sequence),
+  // relative to its own inverse's: 2/8 1x32768 in segments of 32, 64 and 128
+  // chunks went 0.312 -> 0.299, 0.424 -> 0.390 and 0.714 -> 0.649 ms
+  // (eighth session), about a tenth of the output pass.
+  double fusedTStepScale = 0.9;
   // The prepare kernel: the same runs' two-kernel rows at 8192x4 (16/64
   // 2.758 -> 2.495 ms, 8/32 1.353 -> 1.238 ms, all of it prepare's).
   double prepareChunkHeadUs = 3.6;

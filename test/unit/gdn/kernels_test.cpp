@@ -81,8 +81,8 @@ Expected expectedSignature(const KernelSpec &spec, const ForwardConfig &c) {
             {dt, dt, dt, dt, f32, cu, f32, dt, f32, f32, f32, bf, bf, dt, dt},
             {scale, ls}};
   if (spec.file == "gdn_fwd_fused.qla")
-    return {{"Q", "Kt", "Vt", "G", "Beta", "CU", "H0", "HS", "O", "HT"},
-            {dt, dt, dt, gt, bt, cu, f32, f32, dt, f32},
+    return {{"Q", "Kt", "Vt", "G", "Beta", "CU", "H0", "HS", "TS", "O", "HT"},
+            {dt, dt, dt, gt, bt, cu, f32, f32, dt, dt, f32},
             {scale, ls}};
   if (spec.file == "gdn_fwd_fused_pass1.qla")
     return {{"Kt", "Vt", "G", "TS", "RK", "CU", "H0", "LS", "PH", "PL"},
@@ -606,15 +606,15 @@ TEST_CASE("GDN: fused launch plans", "[gdn][kernels][nvrtc]") {
         CHECK(plan.fusedGrid == std::array<int64_t, 3>{V / bv, Hv, NZ});
         CHECK(plan.fusedSpec.defines.count("BV") == (bv == 64 ? 1u : 0u));
         auto &ft = plan.fusedArgs.tensors;
-        REQUIRE(ft.size() == 10);
+        REQUIRE(ft.size() == 11);
         CHECK(ft[0].data == p.q.data);
         CHECK(ft[1].data == p.k.data);
         CHECK(ft[2].data == p.v.data);
         CHECK(ft[3].data == p.g.data);
         CHECK(ft[4].data == p.beta.data);
         CHECK(ft[6].data == p.initial_state->data);
-        CHECK(ft[8].data == p.o.data);
-        CHECK(ft[9].data == p.final_state->data);
+        CHECK(ft[9].data == p.o.data);
+        CHECK(ft[10].data == p.final_state->data);
         char *ws = static_cast<char *>(fakeWorkspace());
         if (split) {
           CHECK(ft[7].data == plan.merge.tensors[5].data);  // HS: the merge's start states
@@ -626,12 +626,14 @@ TEST_CASE("GDN: fused launch plans", "[gdn][kernels][nvrtc]") {
           auto &pt = plan.prepare.tensors;
           REQUIRE(pt.size() == 11);
           CHECK(st[3].data == pt[9].data);  // TS
+          CHECK(ft[8].data == pt[9].data);  // the output pass reads it too
           CHECK(st[3].data >= ws);
           CHECK(static_cast<char *>(st[3].data) + 256 <= ws + n - 256);  // a region, not the dummy
           CHECK(st[3].shape == std::vector<int64_t>{varlen ? 1 : 2, T, Hv, 64});
           CHECK(plan.segmentGrid[2] == NZ);
         } else {
           CHECK(ft[7].data == ws + n - 256);  // the dummy: no segment states
+          CHECK(ft[8].data == ws + n - 256);  // nor T
         }
         REQUIRE(plan.fusedArgs.scalars.size() == 2);
         CHECK(plan.fusedArgs.scalars[0] == Approx(1.0 / std::sqrt(128.0)));
