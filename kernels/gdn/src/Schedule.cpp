@@ -228,8 +228,9 @@ std::string describeSchedule(const ForwardShape &s, const Schedule &sch) {
     d += "two-kernel path (prepare, state)";
   }
   if (sch.split)
-    d += ", segments of " + std::to_string(sch.segChunks) + " chunks (pass 1, merge, pass 2; " +
-         std::to_string(sch.numIds) + " segment ids)";
+    d += ", segments of " + std::to_string(sch.segChunks) + " chunks (" +
+         (sch.fused ? "prepare's T, " : "") + "pass 1, merge, pass 2; " + std::to_string(sch.numIds) +
+         " segment ids)";
   else
     d += ", no split";
   std::snprintf(tail, sizeof tail, "; model %.0f us (%s %.0f us)", sch.fused ? sch.fusedUs : sch.twoKernelUs,

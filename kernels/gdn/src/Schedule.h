@@ -94,8 +94,8 @@ int64_t segmentIds(const ForwardShape &s, int64_t segChunks);
 
 // One line for the log (QLA_LOG=info): the shape, the path, the V slice,
 // the split and the model's times, e.g. "B=1 T=32768 Hv=8 K=128 V=128 N=1:
-// fused kernel, whole heads (BV=128), segments of 32 chunks (pass 1, merge,
-// pass 2; 16 segment ids); model 349 us (two-kernel path 484 us)".
+// fused kernel, whole heads (BV=128), segments of 32 chunks (prepare's T,
+// pass 1, merge, pass 2; 18 segment ids); model 309 us (two-kernel path 484 us)".
 std::string describeSchedule(const ForwardShape &s, const Schedule &sch);
 
 // The SM count of the current (or first) CUDA device; 132 (H200) without one.

@@ -202,7 +202,7 @@ TEST_CASE("GDN schedule: the log line names the path, the slice, the split and t
   REQUIRE(a.split);
   const std::string d = qla::gdn::describeSchedule(s, a);
   CHECK(d.rfind("B=1 T=32768 Hv=8 K=128 V=128 N=1: fused kernel, whole heads (BV=128), segments of 32 chunks "
-                "(pass 1, merge, pass 2; 16 segment ids); model ", 0) == 0);
+                "(prepare's T, pass 1, merge, pass 2; 16 segment ids); model ", 0) == 0);
   CHECK(d.find("us (two-kernel path ") != std::string::npos);
   // Unsplit, 64-wide slices, cu_seqlens with 4 sequences.
   ForwardShape v = shape(1, 32768, 64, 4);
