@@ -207,12 +207,10 @@ struct AssignResources : ::mlir::qla::impl::QlaAssignResourcesBase<AssignResourc
     }
     total += (threads / 128 - coveredWgs) * 128 * base;
     if (total > regFile) {
-      if (minBlocks > 1)
-        fn.emitError("register budgets need ") << total << " registers but a block of occupancy(" << minBlocks
-                                               << ") has " << regFile << " (reduce some role's regs)";
-      else
-        fn.emitError("register budgets need ") << total << " registers but the register file has " << regFile
-                                               << " (reduce some role's regs)";
+      const std::string holder =
+          minBlocks > 1 ? "a block of occupancy(" + std::to_string(minBlocks) + ")" : std::string("the register file");
+      fn.emitError("register budgets need ") << total << " registers but " << holder << " has " << regFile
+                                             << " (reduce some role's regs)";
       failed = true;
     }
     fn->setAttr("qla.base_regs", b.getI64IntegerAttr(base));

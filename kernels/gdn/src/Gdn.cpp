@@ -69,8 +69,8 @@ int64_t fusedBvFromEnvironment() {
 // With a split schedule (context parallelism), HS and LS are [NZ, Hv, K, V]
 // f32 (segment start and end states) and PH, PL [NZ, Hv, K, K] bf16 (the
 // segments' state transitions as hi + lo), NZ the schedule's segment ids;
-// on the fused path also TS [B, T, Hv, 64] (prepare's T' per token, dtype)
-// and RK [B, T, Hv] f32 (1 / ‖k‖, with L2 normalization) for its pass 1.
+// on the fused path also TS [B, T, Hv, 64] (prepare's T per token, dtype)
+// and RK [B, T, Hv] f32 (1 / ‖k‖, with L2 normalization) for both passes.
 WorkspaceLayout addForwardRegions(op::WorkspacePlanner &ws, DType dtype, int64_t B, int64_t T, int64_t Hv,
                                   int64_t K, int64_t V, int64_t numSequences, int64_t segmentChunks,
                                   int fusedMode, bool l2norm) {
@@ -132,7 +132,7 @@ struct ConfigKernels {
   op::KernelSlot *fused = nullptr;                      // the fused path, a whole head per CTA (BV = V)
   op::KernelSlot *fusedSlice = nullptr;                 // ... a 64-wide V slice per CTA (= fused when V = 64)
   op::KernelSlot *fusedPass1 = nullptr;                 // its pass 1 (context parallelism)
-  op::KernelSlot *tmat = nullptr;                       // prepare's T' for fusedPass1 (OUT_T=1)
+  op::KernelSlot *tmat = nullptr;                       // prepare's T for a fused split (OUT_T=1)
 };
 
 op::Signature prepareSignature(const ForwardConfig &c) {
@@ -242,8 +242,8 @@ struct Plan {
   std::array<int64_t, 3> prepareGrid{}, stateGrid{}, segmentGrid{}, mergeGrid{}, fusedGrid{};
 };
 
-// Prepare runs on the two-kernel path and, for the fused path's pass 1 (its
-// T' per chunk, OUT_T=1), with a split.
+// Prepare runs on the two-kernel path and, for the fused path's passes (T
+// per chunk, OUT_T=1), with a split.
 bool launchesPrepare(const Schedule &s) { return !s.fused || s.split; }
 
 // The path a call asks for (ForwardParams::fused; where it leaves the choice
@@ -284,7 +284,7 @@ Plan buildPlan(const ForwardParams &p, const WorkspaceLayout &l, void *workspace
   plan.kernels = kernelsFor(c);
   plan.schedule = l.schedule;
   // The fused kernel of the schedule's V slice; with a split, its pass 1
-  // stands in for the state kernel's, and prepare gives it T' (OUT_T=1).
+  // stands in for the state kernel's, and prepare gives both passes T (OUT_T=1).
   if (l.schedule.fused && l.schedule.fusedBv < c.V) plan.kernels.fused = plan.kernels.fusedSlice;
   const bool split = l.schedule.split;
   const bool fused = l.schedule.fused;
@@ -753,8 +753,8 @@ void launchForward(const ForwardParams &p, void *workspace, size_t workspaceByte
   CUcontext ctx = op::checkDevice(namedTensors(p, "o"), workspace, l.total);
   Plan plan = buildPlan(p, l, workspace);
   logSchedule(p, l.schedule);
-  // Launch order: prepare (the two-kernel path, or T' for the fused path's
-  // pass 1), (with a split) pass 1 and the merge, then pass 2 (the state
+  // Launch order: prepare (the two-kernel path, or T for the fused path's
+  // split), (with a split) pass 1 and the merge, then pass 2 (the state
   // kernel, or the fused kernel).
   std::vector<op::LaunchStep> steps;
   if (launchesPrepare(plan.schedule)) steps.push_back({plan.kernels.prepare, &plan.prepare});

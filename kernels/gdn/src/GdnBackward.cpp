@@ -236,7 +236,7 @@ Plan buildPlan(const BackwardParams &p, const BackwardLayout &l, void *workspace
   rt::TensorArg HT = contiguousArg(dummy, {N, Hv, K, V});
   rt::TensorArg DHT = c.dht ? arg(*p.dht) : contiguousArg(dummy, {N, Hv, K, V});
   rt::TensorArg DH0 = c.dh0 ? arg(*p.dh0) : contiguousArg(dummy, {N, Hv, K, V});
-  // Prepare's outputs for the fused path's pass 1 (OUT_T=1 only).
+  // Prepare's outputs for the fused path's split (OUT_T=1 only).
   rt::TensorArg PTS = contiguousArg(dummy, {B, T, Hv, kChunk});
   rt::TensorArg PRK = contiguousArg(dummy, {B, T, Hv});
 

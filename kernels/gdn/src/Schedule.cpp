@@ -78,9 +78,10 @@ Schedule forwardSchedule(const ForwardShape &s, const MachineModel &m, int64_t f
   // Fused, one CTA per SM for each (segment, v-head, V slice of bv columns),
   // every chunk step of a segment on its CTA's chain: the 64-wide slice
   // doubles the CTAs (and the chunk-local work), the whole head takes one CTA
-  // per head and a longer step. Split: prepare's T' (parallel over the chunks
-  // of every segment but the last, and every v-head), pass 1 (those segments:
-  // a CTA per 64-wide slice, two per SM), the merge's chain, pass 2. A split
+  // per head and a longer step. Split: prepare's T (parallel over the chunks
+  // of the cut sequences and every v-head), pass 1 (every segment but the
+  // last: a CTA per 64-wide slice, two per SM), the merge's chain, pass 2
+  // (reading that T rather than inverting: fusedTStepScale). A split
   // schedule launches its three extra kernels also where a scenario's
   // sequences are too short to be cut.
   auto fusedUs = [&](const Scenario &c, int64_t ls, int64_t bv) {

@@ -56,7 +56,7 @@ struct MachineModel {
   // and 0.460 ms over 128 chunks.
   double fusedChunkUs = 2.62;
   double fusedHeadChunkUs = 3.5;
-  // The fused path's context parallelism: prepare's T' (OUT_T=1), SM time per
+  // The fused path's context parallelism: prepare's T (OUT_T=1), SM time per
   // chunk and v-head, and pass 1 (gdn_fwd_fused_pass1.qla: one CTA per
   // segment, v-head and 64-wide slice carrying both of its chains, two CTAs
   // per SM), its chunk step alone on an SM and with a second CTA beside it.

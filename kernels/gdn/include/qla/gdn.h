@@ -143,7 +143,8 @@ KernelSpec mergeKernelSpec(const ForwardConfig &c);    // CT DK DV VARLEN
 // a whole head per CTA) or 64 (BV=64 among the constants).
 KernelSpec fusedKernelSpec(const ForwardConfig &c, int64_t bv = 0);  // DT BT GT CT DK DV VARLEN L2NORM HAS_H0 STORE_HT [BV]
 // The fused path's context parallelism: its pass 1 (the segments' end states
-// and transitions), which reads the T' of prepare with OUT_T=1 (tmat).
+// and transitions), which reads the T of prepare with OUT_T=1 (tmat), as
+// the fused kernel then does for the sequences the split cuts.
 KernelSpec fusedPass1KernelSpec(const ForwardConfig &c);  // DT GT CT DK DV VARLEN L2NORM HAS_H0
 KernelSpec tmatKernelSpec(const ForwardConfig &c);        // prepare's constants and OUT_T=1
 
@@ -181,7 +182,7 @@ struct LaunchPlan {
   std::array<int64_t, 3> segmentGrid{}, mergeGrid{};
   // With fused, the fused kernel computes the output (in place of prepare and
   // state, which are then not filled in); with a split too, prepare (then
-  // with OUT_T=1: T' for pass 1), segment (then the fused path's pass 1,
+  // with OUT_T=1: T for both passes), segment (then the fused path's pass 1,
   // gdn_fwd_fused_pass1.qla) and merge run before it (launch order: prepare,
   // segment, merge, fused).
   bool fused = false;
