@@ -233,9 +233,31 @@ std::string Emitter::tmaParamFor(int tensor, const std::vector<uint32_t> &box, S
 }
 
 LogicalResult Emitter::emitBlock(Block &b) {
-  for (Operation &op : b)
+  // With follows(...), each thread waits for the preceding kernel before its
+  // first statement that reads what that kernel writes or writes an output:
+  // at kernel level for every thread, else at the top of each role's body
+  // (a role's statements run in its own threads; nested code is covered by
+  // the statement around it).
+  Operation *parent = b.getParentOp();
+  const bool scope = followsPrior_ && (parent == fn_.getOperation() || isa<WarpgroupsOp>(parent));
+  for (Operation &op : b) {
+    if (scope && !gridWaited_ && !isa<WarpgroupsOp>(&op) && touchesGridDep(&op)) {
+      line("qla::dev::grid_dependency_wait();  // follows(...): the preceding kernel is done");
+      gridWaited_ = true;
+    }
     if (failed(emitOp(&op))) return failure();
+  }
   return success();
+}
+
+bool Emitter::touchesGridDep(Operation *op) const {
+  bool hit = false;
+  op->walk([&](Operation *o) {
+    if (!gridDepOps_.contains(o)) return WalkResult::advance();
+    hit = true;
+    return WalkResult::interrupt();
+  });
+  return hit;
 }
 
 LogicalResult Emitter::emitTmaLoad(TmaLoadOp op) {
@@ -556,7 +578,9 @@ LogicalResult Emitter::emitOpCode(Operation *op) {
     ++indent_;
     line(fmt::format("const int qla_wgl = qla_wg - {};  // warpgroup within the role", wg.getWgBegin()));
     line("(void)qla_wgl;");
+    const bool waitedBefore = gridWaited_;
     if (failed(emitBlock(wg.getBody().front()))) return failure();
+    gridWaited_ = waitedBefore;  // the next role's threads have not waited
     --indent_;
     groups_.pop_back();
     line("}");
@@ -646,6 +670,34 @@ LogicalResult Emitter::emitKernel() {
 
   groups_.push_back({0, threads / 128 - 1, 0});
   indent_ = 1;
+  // follows(...): the tensors the preceding kernel writes and every output;
+  // the ops that use them, directly or through values derived from them.
+  followsPrior_ = false;
+  gridWaited_ = false;
+  gridDepOps_.clear();
+  llvm::DenseSet<int64_t> followed;
+  if (auto f = fn_->getAttrOfType<DenseI64ArrayAttr>(kFollowsAttr)) {
+    followsPrior_ = true;
+    info_.follows = true;
+    for (int64_t t : f.asArrayRef()) followed.insert(t);
+    SmallVector<Value> work;
+    for (auto arg : entry.getArguments()) {
+      int t = isa<GlobalType>(arg.getType()) ? tensorIndex(arg) : -1;
+      if (t >= 0 && (followed.contains(t) || info_.tensors[t].isOutput)) work.push_back(arg);
+    }
+    llvm::DenseSet<Value> seen(work.begin(), work.end());
+    while (!work.empty()) {
+      Value v = work.pop_back_val();
+      for (Operation *user : v.getUsers()) {
+        if (!gridDepOps_.insert(user).second) continue;
+        for (Value r : user->getResults())
+          if (seen.insert(r).second) work.push_back(r);
+      }
+    }
+    // Every CTA lets the next kernel start once all CTAs have started: they
+    // wait for this one before touching what it writes.
+    line("qla::dev::grid_dependents_launch();  // follows(...)");
+  }
   // TMA stores' sources (through slot views, as a store reads them): writes
   // to them wait for the stores' reads first (waitTmaStoreReads).
   fn_.walk([&](StoreOp st) {
@@ -655,6 +707,10 @@ LogicalResult Emitter::emitKernel() {
   if (failed(emitBlock(entry))) return failure();
   // A CTA must not exit while its TMA stores still read its shared memory.
   if (!tmaStoreSources_.empty()) line("qla::dev::tma_store_wait<0>();");
+  // Nor, with follows(...), before the preceding kernel has finished: the
+  // kernel behind this one waits for this one only, so this one may not
+  // finish first (a no-op in threads that have waited).
+  if (followsPrior_) line("qla::dev::grid_dependency_wait();  // follows(...): not done before the preceding kernel");
 
   // Parameters in launch order: tensor maps (64-byte aligned) first.
   std::vector<std::string> decls;
@@ -677,7 +733,12 @@ LogicalResult Emitter::emitKernel() {
     for (auto arg : entry.getArguments())
       if (tensorIndex(arg) == t) et = cast<GlobalType>(arg.getType()).getElementType();
     std::string ct = dtypeCType(et);
-    decls.push_back(std::string(info_.tensors[t].isOutput ? "" : "const ") + ct + "* __restrict__ " + tensorNames_[t]);
+    // A tensor the preceding kernel writes may change while this kernel runs
+    // (before its wait), so it is not declared read-only (no ld.global.nc).
+    if (followed.contains(t))
+      decls.push_back(ct + "* " + tensorNames_[t]);
+    else
+      decls.push_back(std::string(info_.tensors[t].isOutput ? "" : "const ") + ct + "* __restrict__ " + tensorNames_[t]);
   }
   for (int t = 0; t < tensorCount; ++t)
     for (size_t d = 0; d < info_.tensors[t].dims.size(); ++d) {

@@ -107,6 +107,13 @@ class Emitter {
   void waitTmaStoreReads(mlir::Value tile);
   // Shared tiles some TMA store reads (found before emission).
   llvm::DenseSet<mlir::Value> tmaStoreSources_;
+  // follows(...): the ops that read a tensor the preceding kernel writes or
+  // write any output (found before emission), and whether the code being
+  // emitted is already behind a grid dependency wait (kernel level, role).
+  llvm::DenseSet<mlir::Operation *> gridDepOps_;
+  bool followsPrior_ = false;
+  bool gridWaited_ = false;
+  bool touchesGridDep(mlir::Operation *op) const;
   mlir::LogicalResult emitWgmmaFence(mlir::ValueRange frags);
 
   // Per-register iteration over a fragment: emits the loop header and binds

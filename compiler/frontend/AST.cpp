@@ -393,6 +393,11 @@ class Dumper {
     line(2, "threads = " + ex(k.threads));
     if (!k.cluster.empty()) line(2, "cluster = " + exprsStr(k.cluster));
     if (k.occupancy) line(2, "occupancy = " + ex(k.occupancy));
+    if (k.hasFollows) {
+      std::string f;
+      for (const auto &n : k.follows) f += (f.empty() ? "" : ", ") + n.first;
+      line(2, "follows(" + f + ")");
+    }
     block(2, k.body);
   }
 

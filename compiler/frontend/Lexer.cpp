@@ -17,6 +17,7 @@ const std::unordered_map<std::string, Tok> &keywords() {
   static const std::unordered_map<std::string, Tok> kw = {
       {"kernel", Tok::KwKernel},     {"grid", Tok::KwGrid},
       {"threads", Tok::KwThreads},   {"cluster", Tok::KwCluster},   {"occupancy", Tok::KwOccupancy},
+      {"follows", Tok::KwFollows},
       {"let", Tok::KwLet},           {"shared", Tok::KwShared},
       {"frag", Tok::KwFrag},         {"copy", Tok::KwCopy},
       {"gemm", Tok::KwGemm},         {"for", Tok::KwFor},

@@ -130,6 +130,18 @@ class Parser {
       k->occupancy = parseExpr();
       expect(Tok::RParen, "after the block count");
     }
+    if (at(Tok::KwFollows)) {
+      k->followsLoc = take().loc;
+      k->hasFollows = true;
+      expect(Tok::LParen, "after 'follows'");
+      if (!at(Tok::RParen)) {
+        do {
+          Token t = expectIdent("a tensor argument that the preceding kernel writes");
+          k->follows.push_back({t.text, t.loc});
+        } while (accept(Tok::Comma));
+      }
+      expect(Tok::RParen, "after the tensors of 'follows'");
+    }
     parseBlock(k->body);
     return k;
   }

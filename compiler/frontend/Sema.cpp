@@ -336,6 +336,27 @@ void Sema::checkLaunch(KernelDecl &k) {
         k.minBlocks = *v;
     }
   }
+  k.followsTensors.clear();
+  for (const auto &[n, loc] : k.follows) {
+    const TensorArgDecl *t = nullptr;
+    bool scalar = false;
+    for (const auto &a : k.args) {
+      if (a->name != n) continue;
+      if (auto *ta = as<TensorArgDecl>(a.get())) t = ta;
+      else scalar = true;
+    }
+    if (!t) {
+      error(loc, scalar ? "follows(" + n + "): '" + n + "' is a scalar; follows lists the tensor arguments that the "
+                              "preceding kernel writes"
+                        : "follows(" + n + "): kernel '" + k.name + "' has no tensor argument '" + n + "'");
+      continue;
+    }
+    if (std::find(k.followsTensors.begin(), k.followsTensors.end(), t->tensorIndex) != k.followsTensors.end()) {
+      error(loc, "follows lists '" + n + "' twice");
+      continue;
+    }
+    k.followsTensors.push_back(t->tensorIndex);
+  }
   k.gridStrings = {"1", "1", "1"};
   for (size_t i = 0; i < k.grid.size(); ++i) {
     ExprPtr &g = k.grid[i];

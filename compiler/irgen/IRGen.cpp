@@ -571,6 +571,10 @@ LogicalResult IRGen::build(const fe::KernelDecl &k, ModuleOp module) {
   fn->setAttr(kGridAttr, b_.getArrayAttr(grid));
   fn->setAttr(kClusterAttr, b_.getDenseI64ArrayAttr({k.clusterDims[0], k.clusterDims[1], k.clusterDims[2]}));
   if (k.minBlocks > 1) fn->setAttr(kMinBlocksAttr, b_.getI64IntegerAttr(k.minBlocks));
+  if (k.hasFollows) {
+    SmallVector<int64_t> f(k.followsTensors.begin(), k.followsTensors.end());
+    fn->setAttr(kFollowsAttr, b_.getDenseI64ArrayAttr(f));
+  }
   fn->setAttr(kSourceAttr, b_.getStringAttr(file_));
 
   Block *entry = fn.addEntryBlock();

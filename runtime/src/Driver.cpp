@@ -516,7 +516,7 @@ std::vector<int64_t> LoadedKernel::bindDims(const LaunchArgs &args) const {
   return bindDimsFor(info_, args);
 }
 
-void LoadedKernel::launch(const LaunchArgs &args) {
+void LoadedKernel::launch(const LaunchArgs &args, bool programmatic) {
   const std::string k = "kernel '" + info_.name + "': ";
   std::vector<int64_t> dims;
   std::array<int64_t, 3> grid = checkLaunch(info_, args, dims);
@@ -603,8 +603,11 @@ void LoadedKernel::launch(const LaunchArgs &args) {
   check(a.cuCtxGetCurrent(&cur), "cuCtxGetCurrent", ctx);
   if (!cur) check(a.cuCtxSetCurrent(impl_->ctx), "cuCtxSetCurrent", ctx);
 
+  if (programmatic && !info_.follows)
+    throw Error("kernel '" + info_.name + "' was not declared follows(...), so it does not wait for the kernel " +
+                "ahead of it; it cannot be launched programmatically");
   const bool clustered = info_.cluster[0] * info_.cluster[1] * info_.cluster[2] > 1;
-  if (!clustered) {
+  if (!clustered && !programmatic) {
     check(a.cuLaunchKernel(impl_->fn, unsigned(grid[0]), unsigned(grid[1]), unsigned(grid[2]),
                            unsigned(info_.threads), 1, 1, unsigned(info_.dynamicSmemBytes),
                            args.stream, argv.data(), nullptr),
@@ -612,12 +615,22 @@ void LoadedKernel::launch(const LaunchArgs &args) {
     return;
   }
   if (!a.cuLaunchKernelEx)
-    throw Error("CUDA driver too old: libcuda.so.1 has no cuLaunchKernelEx (needed for cluster launch " + ctx + ")");
-  CUlaunchAttribute attr{};
-  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-  attr.value.clusterDim.x = unsigned(info_.cluster[0]);
-  attr.value.clusterDim.y = unsigned(info_.cluster[1]);
-  attr.value.clusterDim.z = unsigned(info_.cluster[2]);
+    throw Error("CUDA driver too old: libcuda.so.1 has no cuLaunchKernelEx (needed for " +
+                std::string(clustered ? "cluster" : "programmatic") + " launch " + ctx + ")");
+  CUlaunchAttribute attrs[2] = {};
+  unsigned numAttrs = 0;
+  if (clustered) {
+    CUlaunchAttribute &attr = attrs[numAttrs++];
+    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = unsigned(info_.cluster[0]);
+    attr.value.clusterDim.y = unsigned(info_.cluster[1]);
+    attr.value.clusterDim.z = unsigned(info_.cluster[2]);
+  }
+  if (programmatic) {
+    CUlaunchAttribute &attr = attrs[numAttrs++];
+    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+  }
   CUlaunchConfig cfg{};
   cfg.gridDimX = unsigned(grid[0]);
   cfg.gridDimY = unsigned(grid[1]);
@@ -627,8 +640,8 @@ void LoadedKernel::launch(const LaunchArgs &args) {
   cfg.blockDimZ = 1;
   cfg.sharedMemBytes = unsigned(info_.dynamicSmemBytes);
   cfg.hStream = args.stream;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
+  cfg.attrs = attrs;
+  cfg.numAttrs = numAttrs;
   check(a.cuLaunchKernelEx(&cfg, impl_->fn, argv.data(), nullptr), "cuLaunchKernelEx", ctx);
 }
 

@@ -355,6 +355,7 @@ std::string KernelInfo::serialize() const {
   os << "threads " << threads << "\n";
   os << "cluster " << cluster[0] << " " << cluster[1] << " " << cluster[2] << "\n";
   os << "smem " << dynamicSmemBytes << "\n";
+  if (follows) os << "follows\n";
   return os.str();
 }
 
@@ -499,6 +500,11 @@ bool KernelInfo::deserialize(const std::string &text, KernelInfo &out, std::stri
       if (!once(seenSmem, key) || !nargs(1)) return false;
       if (!parseInt(w[1], 0, INT_MAX, v)) return fail("smem must be a byte count >= 0", lineNo, line);
       info.dynamicSmemBytes = int(v);
+    } else if (key == "follows") {
+      // Optional (written only when set).
+      if (info.follows) return fail("duplicate 'follows' line", lineNo, line);
+      if (!nargs(0)) return false;
+      info.follows = true;
     } else {
       return fail("unknown key '" + key + "'", lineNo, line);
     }

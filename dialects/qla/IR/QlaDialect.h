@@ -31,6 +31,7 @@ inline constexpr const char *kGridAttr = "qla.grid";          // ArrayAttr of 3 
 inline constexpr const char *kThreadsAttr = "qla.threads";    // i64
 inline constexpr const char *kClusterAttr = "qla.cluster";    // DenseI64ArrayAttr (3)
 inline constexpr const char *kMinBlocksAttr = "qla.min_blocks";  // i64, occupancy(N) > 1 only
+inline constexpr const char *kFollowsAttr = "qla.follows";  // DenseI64ArrayAttr: follows(...)'s tensor indices
 inline constexpr const char *kArgNamesAttr = "qla.arg_names"; // ArrayAttr of StringAttr
 inline constexpr const char *kTensorDimsAttr = "qla.tensor_dims"; // ArrayAttr of ArrayAttr of StringAttr
 inline constexpr const char *kOutputsAttr = "qla.outputs";    // DenseBoolArrayAttr per tensor

@@ -1,7 +1,9 @@
 #include "qla/op/Launch.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
+#include <string>
 
 #include "qla/op/Error.h"
 
@@ -93,9 +95,18 @@ void launchAll(KernelRegistry &registry, CUcontext ctx, const std::vector<Launch
   std::vector<std::shared_ptr<rt::LoadedKernel>> loaded;
   loaded.reserve(steps.size());
   for (const LaunchStep &s : steps) loaded.push_back(registry.loaded(*s.kernel, ctx));
+  static const bool overlap = [] {
+    const char *e = std::getenv("QLA_PDL");
+    return !(e && std::string(e) == "0");
+  }();
   for (size_t i = 0; i < steps.size(); ++i) {
+    // A kernel declared follows(...) that comes after another step on the same
+    // stream may start while that one finishes; the first step never does
+    // (what came before the operator is not ours to overlap).
+    const bool programmatic = overlap && i > 0 && loaded[i]->info().follows &&
+                              steps[i].args->stream == steps[i - 1].args->stream;
     try {
-      loaded[i]->launch(*steps[i].args);
+      loaded[i]->launch(*steps[i].args, programmatic);
     } catch (const std::exception &e) {
       fail("launching " + steps[i].kernel->spec.str() + " failed: " + e.what());
     }

@@ -72,6 +72,7 @@ void requireSame(const KernelInfo &a, const KernelInfo &b) {
   CHECK(a.threads == b.threads);
   CHECK(a.cluster == b.cluster);
   CHECK(a.dynamicSmemBytes == b.dynamicSmemBytes);
+  CHECK(a.follows == b.follows);
 }
 
 // Deserializes `text` expecting failure; returns the error.
@@ -145,6 +146,26 @@ TEST_CASE("KernelInfo round trip of a rank-0 tensor and no params", "[runtime][k
   std::string err;
   REQUIRE(KernelInfo::deserialize(k.serialize(), back, err));
   requireSame(k, back);
+}
+
+TEST_CASE("KernelInfo carries follows(...) only when the kernel declares it", "[runtime][kernelinfo]") {
+  KernelInfo k = sampleInfo();
+  CHECK(k.serialize().find("follows") == std::string::npos);
+  k.follows = true;
+  const std::string text = k.serialize();
+  CHECK(text.find("\nfollows\n") != std::string::npos);
+  KernelInfo back;
+  std::string err;
+  REQUIRE(KernelInfo::deserialize(text, back, err));
+  CHECK(back.follows);
+  CHECK(back.serialize() == text);
+  KernelInfo plain;
+  REQUIRE(KernelInfo::deserialize(sampleInfo().serialize(), plain, err));
+  CHECK_FALSE(plain.follows);
+  std::string e = parseError(text + "follows\n");
+  CHECK(e.find("duplicate 'follows'") != std::string::npos);
+  e = parseError(sampleInfo().serialize() + "follows yes\n");
+  CHECK(e.find("'follows' takes 0 field(s)") != std::string::npos);
 }
 
 TEST_CASE("KernelInfo rejects malformed text with the line", "[runtime][kernelinfo]") {

@@ -788,6 +788,12 @@ struct KernelDecl {
   SourceLoc clusterLoc;
   ExprPtr occupancy;                               // optional constant: blocks resident per SM
   SourceLoc occupancyLoc;
+  // follows(A, B): the kernel may start while the kernel before it in the
+  // stream finishes (programmatic dependent launch); A and B are what that
+  // kernel writes. Empty list: it writes nothing this kernel reads.
+  bool hasFollows = false;
+  SourceLoc followsLoc;
+  std::vector<std::pair<std::string, SourceLoc>> follows;
   Block body;
 
   // Set by sema.
@@ -795,6 +801,7 @@ struct KernelDecl {
   int64_t numWarpgroups = 0;                 // numThreads / 128
   std::array<int64_t, 3> clusterDims = {1, 1, 1};
   int64_t minBlocks = 1;                     // occupancy(N): N, else 1
+  std::vector<int> followsTensors;           // follows(...): the tensors' indices in `tensors`
   std::array<std::string, 3> gridStrings = {"1", "1", "1"};  // gridExprString of each grid expr
   std::vector<RoleStmt *> roles;             // top-level roles, in order (empty: no warp specialization)
   std::vector<ChannelDecl *> channels;       // in order

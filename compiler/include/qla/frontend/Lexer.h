@@ -17,7 +17,7 @@ enum class Tok : uint8_t {
   Int,
   Float,
   // keywords
-  KwKernel, KwGrid, KwThreads, KwCluster, KwOccupancy, KwLet, KwShared, KwFrag, KwCopy, KwGemm, KwFor,
+  KwKernel, KwGrid, KwThreads, KwCluster, KwOccupancy, KwFollows, KwLet, KwShared, KwFrag, KwCopy, KwGemm, KwFor,
   KwIn, KwPipeline, KwStages, KwUnroll, KwParallel, KwRole, KwWarpgroup, KwWarpgroups,
   KwRegs, KwChannel, KwDepth, KwPut, KwGet, KwIf, KwElse, KwReduce, KwScan, KwCast,
   KwTrue, KwFalse, KwOut, KwDim, KwBlock, KwMax, KwMin, KwVar, KwUntil, KwInvUnitLower,

@@ -69,5 +69,19 @@ __device__ __forceinline__ void cluster_sync() {
   cluster_wait();
 }
 
+// Programmatic dependent launch (sm_90). A kernel launched with the
+// programmatic stream serialization attribute may start before the kernel
+// ahead of it in the stream has finished. grid_dependency_wait blocks the
+// calling thread until that kernel has completed and its memory operations
+// are visible to this grid (a no-op when the launch had no such kernel);
+// grid_dependents_launch lets the kernel behind this one start once every
+// CTA of this grid has called it or exited. Neither orders memory by itself.
+__device__ __forceinline__ void grid_dependency_wait() {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+}
+__device__ __forceinline__ void grid_dependents_launch() {
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+
 }  // namespace dev
 }  // namespace qla

@@ -56,7 +56,12 @@ class LoadedKernel {
   // symbol across tensors, 16-byte aligned pointers/strides where TMA is used),
   // derives dim values, evaluates the grid, launches. Throws Error with a clear
   // message naming the kernel and the argument on any mismatch.
-  void launch(const LaunchArgs &args);
+  //
+  // `programmatic`: launch with programmatic stream serialization, so that
+  // the kernel may start while the kernel ahead of it on the stream finishes
+  // (programmatic dependent launch). Only for kernels declared follows(...)
+  // (KernelInfo::follows), which wait for that kernel themselves; others throw.
+  void launch(const LaunchArgs &args, bool programmatic = false);
 
   // Dim symbol values derived from the tensors (for tests and benchmarks).
   std::vector<int64_t> bindDims(const LaunchArgs &args) const;

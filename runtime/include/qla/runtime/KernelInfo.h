@@ -77,6 +77,10 @@ struct KernelInfo {
   int threads = 128;
   std::array<int, 3> cluster = {1, 1, 1};
   int dynamicSmemBytes = 0;
+  // The kernel was declared with follows(...): it waits for the kernel ahead
+  // of it in the stream before touching what that kernel writes, so it may be
+  // launched with programmatic stream serialization (LoadedKernel::launch).
+  bool follows = false;
 
   // A line-oriented text form, stable across versions of this struct's users;
   // embedded in the emitted CUDA source as a comment block and kept in the cache.

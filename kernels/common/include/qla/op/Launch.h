@@ -59,7 +59,9 @@ struct LaunchStep {
 };
 // Loads every step's module into `ctx` before launching any (so that a load
 // error leaves the outputs untouched too), then launches them in order on
-// their streams.
+// their streams. A step after the first whose kernel was declared
+// follows(...) is launched programmatically (it may start while the step
+// before it finishes) when both are on one stream; QLA_PDL=0 turns that off.
 void launchAll(KernelRegistry &registry, CUcontext ctx, const std::vector<LaunchStep> &steps);
 
 }  // namespace qla::op
