@@ -24,12 +24,12 @@ for k, o in old.items():
     rows.append(dict(k=k, model=o['model'], s7=o['ours_ms'], s8=n['ours_ms'], fq=fq, fi=fi, best=best, who=who,
                      r7=o['ours_ms']/best, r8=n['ours_ms']/best))
 L=[]
-L.append("| model | Hqk/Hv | sequences | QLA ms (s8, alone) | QLA ms (s7, with anchors) | FlashQLA ms (s7) | FlashInfer ms (s7) | s8/best | s7/best |")
+L.append("| model | Hqk/Hv | sequences | QLA ms (new, alone) | QLA ms (anchor run) | FlashQLA ms (anchor run) | FlashInfer ms (anchor run) | new/best | anchor run/best |")
 L.append("|---|---|---|---|---|---|---|---|---|")
 for r in rows:
     L.append(f"| {r['model']} | {r['k'][0]}/{r['k'][1]} | {r['k'][2]} | {r['s8']:.3f} | {r['s7']:.3f} | {r['fq']:.3f} | {r['fi']:.3f} | {r['r8']:.2f}× ({r['who']}) | {r['r7']:.2f}× |")
 summ = []
-summ.append(f"Rows: {len(rows)}. QLA / min(FlashQLA, FlashInfer): geometric mean **{g([r['r8'] for r in rows]):.3f}×** (seventh session {g([r['r7'] for r in rows]):.3f}×); worst {max(r['r8'] for r in rows):.2f}× ({max(rows, key=lambda r: r['r8'])['k']}); ahead on {sum(r['r8'] < 1 for r in rows)} rows ({sum(r['r7'] < 1 for r in rows)}); over 1.25× on {sum(r['r8'] > 1.25 for r in rows)} rows ({sum(r['r7'] > 1.25 for r in rows)}); QLA s8/s7 geometric mean {g([r['s8']/r['s7'] for r in rows]):.3f}.")
+summ.append(f"Rows: {len(rows)}. QLA / min(FlashQLA, FlashInfer): geometric mean **{g([r['r8'] for r in rows]):.3f}×** (QLA of the anchor run {g([r['r7'] for r in rows]):.3f}×); worst {max(r['r8'] for r in rows):.2f}× ({max(rows, key=lambda r: r['r8'])['k']}); ahead on {sum(r['r8'] < 1 for r in rows)} rows ({sum(r['r7'] < 1 for r in rows)}); over 1.25× on {sum(r['r8'] > 1.25 for r in rows)} rows ({sum(r['r7'] > 1.25 for r in rows)}); QLA new/anchor run geometric mean {g([r['s8']/r['s7'] for r in rows]):.3f}.")
 by = {}
 for r in rows: by.setdefault(r['k'][:2], []).append(r)
 summ.append("")
@@ -40,7 +40,7 @@ summ.append("| worst | " + " | ".join(f"{max(r['r8'] for r in v):.2f}" for v in 
 lay = {}
 for r in rows: lay.setdefault(r['k'][2], []).append(r)
 summ.append("")
-summ.append("By layout (geomean s8/best): " + ", ".join(f"{l} {g([r['r8'] for r in v]):.2f}" for l, v in lay.items()))
+summ.append("By layout (geomean new/best): " + ", ".join(f"{l} {g([r['r8'] for r in v]):.2f}" for l, v in lay.items()))
 head = [f"# GDN forward: QLA ({newf}) against the anchors of {oldf}", "",
         f"QLA: {json.load(open(newf)).get('meta', {}).get('gpu', '?')}, {json.load(open(newf)).get('meta', {}).get('date', '?')}, `{json.load(open(newf)).get('meta', {}).get('command', '?')}`; anchors as measured in the earlier run "
         "(FlashQLA, FlashInfer: same inputs, same GPU kind, another process). Estimates, not a side-by-side run.", ""]
