@@ -231,7 +231,13 @@ def main():
     ap.add_argument("--filter", help="only the calls whose name contains this (the registry checks always run)")
     ap.add_argument("--warm-only", action="store_true",
                     help="only compile QLA's kernels of these calls into the kernel cache (no torch, no GPU)")
+    ap.add_argument("--list", action="store_true",
+                    help="print the calls' names, one per line (for --filter; scripts/fla_backend_parallel.sh)")
     args = ap.parse_args()
+    if args.list:
+        for c in INSIDE + [c for c, _ in OUTSIDE]:
+            print(case_name(c))
+        return 0
     if args.warm_only:
         return warm_only()
     try:

@@ -47,8 +47,11 @@ class _Claimed:
 
 def child(mode):
     import torch
-    sys.path.insert(0, os.path.join(ROOT, "python"))
-    import qla
+    try:
+        import qla  # an installed package (pip install .), or PYTHONPATH=python
+    except ImportError:
+        sys.path.insert(0, os.path.join(ROOT, "python"))
+        import qla
     k = qla.compile(KERNEL)
     x = torch.randn(128, 64, device="cuda")
     if mode == "planted":
@@ -83,7 +86,6 @@ def main():
         print("SKIP: compute-sanitizer not found (set COMPUTE_SANITIZER)")
         return 0
     env = dict(os.environ, QLA_LINE_INFO="1", PYTORCH_NO_CUDA_MEMORY_CACHING="1")
-    env.setdefault("PYTHONPATH", os.path.join(ROOT, "python"))
     failures = 0
     results = {}
     for mode in ("planted", "honest"):
