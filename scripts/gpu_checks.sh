@@ -12,7 +12,8 @@
 #   fwd-fused-head ... and QLA_GDN_FUSED_BV=128   (the fused kernel with a whole head per CTA)
 #   fwd-two        the same with QLA_GDN_FUSED=0  (the two-kernel path)
 #   bwd            test/gpu/test_gdn_backward.py --no-large
-#   fla-backend    test/gpu/test_fla_backend.py   (needs FLA on PYTHONPATH)
+#   fla-backend    test/gpu/test_fla_backend.py   (needs FLA on PYTHONPATH; one process per call,
+#                  scripts/fla_backend_parallel.sh)
 #   gla            test/gpu/test_gla.py --no-large
 #
 # usage: scripts/gpu_checks.sh [--only STEP[,STEP...]] [--skip STEP[,STEP...]] [--timeout S] [--logs DIR]
@@ -58,7 +59,7 @@ declare -A cmd=(
   [fwd-fused-head]="env QLA_GDN_FUSED=1 QLA_GDN_FUSED_BV=128 $PY -u -X faulthandler test/gpu/test_gdn_forward.py"
   [fwd-two]="env QLA_GDN_FUSED=0 $PY -u -X faulthandler test/gpu/test_gdn_forward.py"
   [bwd]="$PY -u -X faulthandler test/gpu/test_gdn_backward.py --no-large"
-  [fla-backend]="$PY -u test/gpu/test_fla_backend.py"
+  [fla-backend]="bash scripts/fla_backend_parallel.sh $logs/fla-backend --timeout $((timeout_s > 20 ? timeout_s - 10 : timeout_s))"
   [gla]="$PY -u test/gpu/test_gla.py --no-large"
 )
 
