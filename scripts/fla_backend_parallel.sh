@@ -6,13 +6,17 @@
 # Environment: as for test_fla_backend.py (qla importable, FLA on PYTHONPATH,
 # e.g. PYTHONPATH=python:.fla QLA_LIBRARY=build/compiler/libqla.so);
 # FLA_CACHE_RESULTS=0 is set (parallel autotuning must not share FLA's cache).
-# Usage: scripts/fla_backend_parallel.sh [LOG_DIR] [--timeout S]
+# Usage: scripts/fla_backend_parallel.sh [LOG_DIR] [--timeout S]   (LOG_DIR relative to the caller's folder)
 set -u -o pipefail
+logs=${OUT:-build-fla-backend} timeout_s=470
+while (($#)); do
+  case "$1" in
+    --timeout) timeout_s=${2:?}; shift 2 ;;
+    *) logs=$1; shift ;;
+  esac
+done
+mkdir -p "$logs" && logs=$(cd "$logs" && pwd)  # before the cd below
 cd "$(dirname "$0")/.."
-logs=${1:-${OUT:-build-fla-backend}}
-timeout_s=470
-[[ ${2:-} == --timeout ]] && timeout_s=${3:?}
-mkdir -p "$logs"
 mapfile -t filters < <(python3 test/gpu/test_fla_backend.py --list)
 (( ${#filters[@]} > 0 )) || { echo "fla_backend_parallel: test_fla_backend.py --list printed no calls" >&2; exit 1; }
 t0=$(date +%s)
