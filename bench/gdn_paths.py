@@ -58,6 +58,8 @@ def main():
     ap.add_argument("--tag", default="", help="a name for this library/variant, printed and written")
     ap.add_argument("--json", help="write the rows here")
     ap.add_argument("--warm-only", action="store_true")
+    ap.add_argument("--fused-only", action="store_true",
+                    help="time the fused path alone (no two-kernel reference, no comparison of outputs)")
     ap.add_argument("--fused-segments", type=int, default=0,
                     help="the fused path with its sequences cut into segments of this many chunks "
                          "(segment_chunks; the two-kernel path keeps the model's split)")
@@ -76,7 +78,7 @@ def main():
     for i, r in enumerate(rows):
         inp = gf.make_inputs(torch, F, r, args, args.seed + i)
         res = {}
-        for name, val in (("fused", "1"), ("two", "0")):
+        for name, val in (("fused", "1"),) + ((("two", "0"),) if not args.fused_only else ()):
             fn = ours
             if name == "fused" and args.fused_segments:
                 fn = functools.partial(ours, segment_chunks=args.fused_segments)
@@ -85,7 +87,17 @@ def main():
             torch.cuda.synchronize()
             ms, how, _, err = with_path(val, lambda: gf.measure(torch, call, args))
             res[name] = dict(o=o.float(), ht=ht, ms=ms, how=how, err=err)
-        f, t = res["fused"], res["two"]
+        f = res["fused"]
+        if args.fused_only:
+            rec = dict(tag=args.tag, hqk=r["hqk"], hv=r["hv"], layout=r["layout"], fused_ms=f["ms"],
+                       timing=[f["how"]], errors=[e for e in (f["err"],) if e])
+            out.append(rec)
+            print(f"[{args.tag}] {r['hqk']}/{r['hv']} {r['layout']:>12}: fused {gf.fmt(f['ms'], '7.3f')} ms"
+                  + (f"  ERR {rec['errors']}" if rec["errors"] else ""), flush=True)
+            del inp, res
+            torch.cuda.empty_cache()
+            continue
+        t = res["two"]
 
         def errs(a, b):
             d = (a - b).float()
