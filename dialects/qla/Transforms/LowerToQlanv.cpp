@@ -113,6 +113,7 @@ bool steppable(Operation *op) {
 // else.
 struct Group {
   SmallVector<Value> touched;  // C and a register A
+  SmallVector<Value> reads;    // shared operands: B and a shared A
   Value acc;
 };
 SmallVector<Group> groupsOf(WgmmaWaitOp wait) {
@@ -130,6 +131,8 @@ SmallVector<Group> groupsOf(WgmmaWaitOp wait) {
     Group g;
     g.acc = mma.getC();
     g.touched.assign(fence.getFrags().begin(), fence.getFrags().end());
+    if (isa<SharedType>(mma.getA().getType())) g.reads.push_back(mma.getA());
+    g.reads.push_back(mma.getB());
     rev.push_back(g);
     o = fence->getPrevNode();
   }
@@ -141,6 +144,25 @@ SmallVector<Group> groupsOf(WgmmaWaitOp wait) {
       llvm::any_of(wait.getFrags(), [&](Value v) { return !llvm::is_contained(accs, v); }))
     return {};
   return gs;
+}
+
+// An output's staging that groups still in flight may stay in flight across
+// (with the waits its fragments need before it): a fragment → shared copy
+// into a plain tile that none of `pending` reads, and a shared → global
+// store (which only reads shared memory; wgmma writes none). A slot of a
+// ring is not a plain tile: another slot of the same ring may be in flight.
+// Such a tile cannot share bytes with an operand of a pending group either:
+// both are visible in this block, so their regions are not disjoint
+// (qla-assign-resources shares bytes only between disjoint regions).
+bool stagingAside(Operation *op, ArrayRef<Group> pending) {
+  if (auto s = dyn_cast<StoreOp>(op)) return isa<SharedType>(s.getSrc().getType());
+  auto c = dyn_cast<CopyOp>(op);
+  if (!c || !isa<FragType>(c.getSrc().getType()) || !isa<SharedType>(c.getDst().getType())) return false;
+  Value dst = c.getDst();
+  if (dst.getDefiningOp<SlotOp>()) return false;
+  for (const Group &g : pending)
+    if (llvm::is_contained(g.reads, dst)) return false;
+  return true;
 }
 
 // qla-lower-to-qlanv{partial-waits}: see the pass description.
@@ -160,7 +182,8 @@ void sinkWaits(func::FuncOp fn) {
       done = k + 1;
     };
     Operation *o = w->getNextNode();
-    for (; o && done < n && steppable(o); o = o->getNextNode()) {
+    for (; o && done < n && (steppable(o) || stagingAside(o, ArrayRef<Group>(gs).drop_front(done)));
+         o = o->getNextNode()) {
       SmallVector<Value> t = touchedFrags(o);
       int64_t need = -1;
       for (int64_t i = 0; i < n; ++i)

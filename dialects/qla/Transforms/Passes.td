@@ -57,8 +57,11 @@ def QlaLowerToQlanv : Pass<"qla-lower-to-qlanv", "::mlir::func::FuncOp"> {
     shared-to-fragment and global-to-fragment copies, scalar arithmetic), and
     splits into `wgmma_wait N` before the first use of each product: a use of
     the k-th of n committed groups waits with N = n - 1 - k groups still in
-    flight. It stops at the first op it cannot step over (a write to shared
-    memory, a barrier, a loop, another wgmma) with `wgmma_wait 0`.
+    flight. It also steps over an output's staging: a fragment → shared copy
+    into a plain tile (not a ring slot) that no group in flight reads, and a
+    shared → global store. It stops at the first op it cannot step over
+    (any other write to shared memory, a barrier, a loop, another wgmma)
+    with `wgmma_wait 0`.
   }];
   let options = [
     Option<"partialWaits", "partial-waits", "bool", /*default=*/"false",
