@@ -182,12 +182,13 @@ void sinkWaits(func::FuncOp fn) {
       done = k + 1;
     };
     Operation *o = w->getNextNode();
-    for (; o && done < n && (steppable(o) || stagingAside(o, ArrayRef<Group>(gs).drop_front(done)));
-         o = o->getNextNode()) {
+    for (; o && done < n; o = o->getNextNode()) {
       SmallVector<Value> t = touchedFrags(o);
       int64_t need = -1;
       for (int64_t i = 0; i < n; ++i)
         if (llvm::any_of(gs[i].touched, [&](Value v) { return llvm::is_contained(t, v); })) need = i;
+      // (staging: against the groups still in flight once `need` is waited for)
+      if (!steppable(o) && !stagingAside(o, ArrayRef<Group>(gs).drop_front(std::max(done, need + 1)))) break;
       if (need >= done) {
         OpBuilder b(o);
         waitThrough(b, need);
