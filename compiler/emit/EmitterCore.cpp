@@ -401,7 +401,10 @@ LogicalResult Emitter::emitOpCode(Operation *op) {
           math::AbsFOp, math::TanhOp>(op)) {
     std::string f = llvm::TypeSwitch<Operation *, std::string>(op)
                         .Case<math::ExpOp>([](auto) { return "expf"; })
-                        .Case<math::Exp2Op>([](auto) { return "exp2f"; })
+                        .Case<math::Exp2Op>([](math::Exp2Op e) {
+                          return bitEnumContainsAll(e.getFastmath(), arith::FastMathFlags::afn) ? "qla::dev::fast_exp2"
+                                                                                               : "exp2f";
+                        })
                         .Case<math::LogOp>([](auto) { return "logf"; })
                         .Case<math::Log2Op>([](auto) { return "log2f"; })
                         .Case<math::SqrtOp>([](auto) { return "sqrtf"; })

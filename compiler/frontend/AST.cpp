@@ -110,7 +110,7 @@ const BuiltinName kBuiltins[] = {
     {Builtin::Exp, "exp"},     {Builtin::Exp2, "exp2"},       {Builtin::Log, "log"},
     {Builtin::Log2, "log2"},   {Builtin::Sqrt, "sqrt"},       {Builtin::Rsqrt, "rsqrt"},
     {Builtin::Sigmoid, "sigmoid"}, {Builtin::Abs, "abs"},     {Builtin::ToF32, "f32"},
-    {Builtin::ToI32, "i32"},
+    {Builtin::ToI32, "i32"},   {Builtin::FastExp2, "fast_exp2"},
 };
 }  // namespace
 

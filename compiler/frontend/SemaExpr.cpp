@@ -396,7 +396,7 @@ void Sema::checkCall(CallExpr &e) {
   for (auto &a : e.args) checkExpr(a);
   if (e.builtin == Builtin::Unknown) {
     error(e.loc, "unknown function '" + e.callee +
-                     "' (builtins: cdiv, min, max, exp, exp2, log, log2, sqrt, rsqrt, sigmoid, abs, f32, i32)");
+                     "' (builtins: cdiv, min, max, exp, exp2, fast_exp2, log, log2, sqrt, rsqrt, sigmoid, abs, f32, i32)");
     return;
   }
   bool binary = e.builtin == Builtin::Cdiv || e.builtin == Builtin::Min || e.builtin == Builtin::Max;
@@ -492,6 +492,7 @@ void Sema::checkCall(CallExpr &e) {
   switch (e.builtin) {
   case Builtin::Exp: v = std::exp(x); break;
   case Builtin::Exp2: v = std::exp2(x); break;
+  case Builtin::FastExp2: v = std::exp2(x); break;
   case Builtin::Log: v = std::log(x); break;
   case Builtin::Log2: v = std::log2(x); break;
   case Builtin::Sqrt: v = std::sqrt(x); break;

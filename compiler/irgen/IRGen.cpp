@@ -224,6 +224,9 @@ Value IRGen::genCall(const fe::CallExpr &c) {
     case BI::Max: return f ? (Value)arith::MaximumFOp::create(b_, l, a[0], a[1]) : arith::MaxSIOp::create(b_, l, a[0], a[1]);
     case BI::Exp: return math::ExpOp::create(b_, l, a[0]);
     case BI::Exp2: return math::Exp2Op::create(b_, l, a[0]);
+    // fast_exp2: approximate functions allowed (`afn`), MUFU ex2.approx.ftz.
+    case BI::FastExp2:
+      return math::Exp2Op::create(b_, l, a[0], arith::FastMathFlagsAttr::get(b_.getContext(), arith::FastMathFlags::afn));
     case BI::Log: return math::LogOp::create(b_, l, a[0]);
     case BI::Log2: return math::Log2Op::create(b_, l, a[0]);
     case BI::Sqrt: return math::SqrtOp::create(b_, l, a[0]);

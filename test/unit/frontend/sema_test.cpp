@@ -76,8 +76,8 @@ TEST_CASE("sema: names", "[sema]") {
         "t.qla:5:9: error: fragment 'f' cannot be used as a scalar (read an element, e.g. f[i, j])");
   CHECK(err(K("shared t: bf16[64]\nlet x = t * 2")) == "t.qla:5:9: error: 't' is a shared tile, not a scalar");
   CHECK(err(K("let x = foo(1)")) ==
-        "t.qla:4:9: error: unknown function 'foo' (builtins: cdiv, min, max, exp, exp2, log, log2, sqrt, rsqrt, "
-        "sigmoid, abs, f32, i32)");
+        "t.qla:4:9: error: unknown function 'foo' (builtins: cdiv, min, max, exp, exp2, fast_exp2, log, log2, sqrt, "
+        "rsqrt, sigmoid, abs, f32, i32)");
   CHECK(err(K("let x = cdiv(1)")) == "t.qla:4:9: error: 'cdiv' takes 2 arguments, got 1");
   CHECK(err(K("let x = exp(1, 2)")) == "t.qla:4:9: error: 'exp' takes 1 argument, got 2");
 }

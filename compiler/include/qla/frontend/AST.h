@@ -220,7 +220,7 @@ struct SelectExpr : Expr {
 // Builtin functions. ToF32 / ToI32 are the conversions f32(x) / i32(x)
 // (i32 of a float truncates toward zero). Cdiv rounds toward +infinity.
 enum class Builtin : uint8_t {
-  Unknown, Cdiv, Min, Max, Exp, Exp2, Log, Log2, Sqrt, Rsqrt, Sigmoid, Abs, ToF32, ToI32
+  Unknown, Cdiv, Min, Max, Exp, Exp2, FastExp2, Log, Log2, Sqrt, Rsqrt, Sigmoid, Abs, ToF32, ToI32
 };
 const char *builtinName(Builtin b);
 Builtin builtinFromName(const std::string &name);  // Unknown if none
