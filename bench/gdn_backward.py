@@ -167,6 +167,7 @@ def main():
         if fq_lib:
             fq_fn = anchors.flashqla_autograd_fn(fq_lib)
     import qla
+    from timing import time_eager
     fla_fn = None
     if not args.no_fla:
         import fla.ops.common.chunk_o as fco
@@ -201,19 +202,7 @@ def main():
             torch.autograd.backward([o, ht], [do, dht])
 
         def timed(fn, cu):
-            for _ in range(2):
-                step(fn, cu)
-            torch.cuda.synchronize()
-            ts = []
-            for _ in range(args.reps):
-                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                a.record()
-                for _ in range(args.steps):
-                    step(fn, cu)
-                b.record()
-                b.synchronize()
-                ts.append(a.elapsed_time(b) / args.steps)
-            return sorted(ts)[len(ts) // 2]
+            return time_eager(lambda: step(fn, cu), calls=args.steps, reps=args.reps)[0]
 
         t0 = time.time()
         if args.warm_only:

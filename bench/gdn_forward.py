@@ -277,20 +277,9 @@ def time_graph(torch, fn, calls, replays):
 
 
 def time_eager(torch, fn, calls, replays):
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(replays):
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        e0.record()
-        for _ in range(calls):
-            fn()
-        e1.record()
-        torch.cuda.synchronize()
-        times.append(e0.elapsed_time(e1) / calls)
-    times.sort()
-    return times[len(times) // 2], times
+    """Median ms per call over `replays` event-timed runs of `calls` eager calls."""
+    from timing import time_eager as _time_eager
+    return _time_eager(fn, calls=calls, reps=replays, warmup=3)
 
 
 def measure(torch, fn, args):

@@ -67,7 +67,7 @@ def main():
     import torch
     import torch.nn.functional as F
     import qla
-    from timing import time_graph
+    from timing import time_eager, time_graph
 
     for i, text in enumerate(args.cases.split(",")):
         hqk, hv, lens = parse_case(text)
@@ -93,20 +93,8 @@ def main():
                 torch.autograd.backward([o, ht], [x["do"], x["dht"]])
                 for t in leaves:
                     t.grad = None
-            for _ in range(2):
-                step()
-            torch.cuda.synchronize()
-            times = []
-            for _ in range(args.reps):
-                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                a.record()
-                for _ in range(args.steps):
-                    step()
-                b.record()
-                b.synchronize()
-                times.append(a.elapsed_time(b) / args.steps)
-            times.sort()
-            line += f"  forward + backward {times[len(times) // 2]:.3f} ms"
+            b_ms, _ = time_eager(step, calls=args.steps, reps=args.reps)
+            line += f"  forward + backward {b_ms:.3f} ms"
         print(line, flush=True)
         del x
         torch.cuda.empty_cache()

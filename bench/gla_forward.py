@@ -72,7 +72,7 @@ def make_call(fn, inp):
 
 def measure(torch, fn, args):
     """(ms, method, error)"""
-    from timing import time_graph
+    from timing import time_eager, time_graph
     try:
         ms, _ = time_graph(fn, calls=args.calls, replays=args.replays)
         return ms, "graph", None
@@ -80,20 +80,8 @@ def measure(torch, fn, args):
         why = f"{type(e).__name__}: {str(e).strip()[:200]}"
         torch.cuda.synchronize()
     try:
-        for _ in range(3):
-            fn()
-        torch.cuda.synchronize()
-        ts = []
-        for _ in range(args.replays):
-            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            e0.record()
-            for _ in range(args.calls):
-                fn()
-            e1.record()
-            torch.cuda.synchronize()
-            ts.append(e0.elapsed_time(e1) / args.calls)
-        ts.sort()
-        return ts[len(ts) // 2], f"eager (graph capture failed: {why})", None
+        ms, _ = time_eager(fn, calls=args.calls, reps=args.replays, warmup=3)
+        return ms, f"eager (graph capture failed: {why})", None
     except Exception as e:  # noqa: BLE001
         return None, None, f"{type(e).__name__}: {str(e).strip()[:300]}"
 

@@ -1,6 +1,28 @@
-"""CUDA-graph replay timing shared by the benchmarks: warm up on a side
-stream, capture `calls` calls in one graph, replay it `replays` times, and
-report the median milliseconds per call (and every replay's value)."""
+"""Timing shared by the benchmarks. time_graph: warm up on a side stream,
+capture `calls` calls in one graph, replay it `replays` times, and report the
+median milliseconds per call (and every replay's value). time_eager: for
+what a graph cannot hold (autograd steps, host synchronization): `warmup`
+calls, then `reps` times `calls` calls between two CUDA events; the median
+milliseconds per call (and every repetition's value)."""
+
+
+def time_eager(fn, calls=5, reps=5, warmup=2):
+    import torch
+
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record()
+        for _ in range(calls):
+            fn()
+        e1.record()
+        e1.synchronize()
+        times.append(e0.elapsed_time(e1) / calls)
+    times.sort()
+    return times[len(times) // 2], times
 
 
 def time_graph(fn, calls=20, replays=15):
