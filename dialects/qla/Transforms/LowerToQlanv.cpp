@@ -152,8 +152,8 @@ SmallVector<Group> groupsOf(WgmmaWaitOp wait) {
 // store (which only reads shared memory; wgmma writes none). A slot of a
 // ring is not a plain tile: another slot of the same ring may be in flight.
 // Such a tile cannot share bytes with an operand of a pending group either:
-// both are visible in this block, so their regions are not disjoint
-// (qla-assign-resources shares bytes only between disjoint regions).
+// qla-assign-resources keeps a wgmma's shared operands live until the
+// `wgmma_wait 0` after it, which then comes after the copy.
 bool stagingAside(Operation *op, ArrayRef<Group> pending) {
   if (auto s = dyn_cast<StoreOp>(op)) return isa<SharedType>(s.getSrc().getType());
   auto c = dyn_cast<CopyOp>(op);
