@@ -18,6 +18,7 @@ over --steps steps after 2 warm-up steps.
 A case is HQK/HV:NxL (N sequences of L tokens) or HQK/HV:L1+L2+... .
 """
 import argparse
+import itertools
 import os
 import sys
 
@@ -50,7 +51,7 @@ def make_inputs(torch, F, hqk, hv, lens, seed):
     gg[:, :, : hv // 4] = 0
     beta = torch.sigmoid(rn(1, T, hv))
     h0 = rn(len(lens), hv, K, V)
-    cu = torch.tensor([0] + list(__import__("itertools").accumulate(lens)), device=dev, dtype=torch.int32)
+    cu = torch.tensor([0] + list(itertools.accumulate(lens)), device=dev, dtype=torch.int32)
     do = rn(1, T, hv, V, dtype=bf)
     dht = rn(len(lens), hv, K, V)
     return dict(q=q, k=k, v=v, g=gg, beta=beta, h0=h0, cu=cu, do=do, dht=dht)
@@ -79,9 +80,13 @@ def main():
         fwd()
         torch.cuda.synchronize()
         f_ms, _ = time_graph(fwd, calls=5, replays=10)
+        saved = os.environ.get("QLA_GDN_FUSED")
         os.environ["QLA_GDN_FUSED"] = "0"
         t_ms, _ = time_graph(fwd, calls=5, replays=10)
-        os.environ.pop("QLA_GDN_FUSED")
+        if saved is None:
+            del os.environ["QLA_GDN_FUSED"]
+        else:
+            os.environ["QLA_GDN_FUSED"] = saved
         line = (f"[{args.tag}] {hqk}/{hv} N={len(lens)} T={sum(lens)}: forward {f_ms:.3f} ms "
                 f"(two-kernel path {t_ms:.3f})")
         if not args.no_backward:
