@@ -12,10 +12,12 @@ cu_seqlens (int32 for QLA, int64 for FLA), an initial state (randn f32),
 q, k = F.normalize(randn) bf16, v = randn bf16, g = logsigmoid(randn) / 16 f32
 with a quarter of the v-heads at g = 0, beta = sigmoid(randn) f32, final
 state out; do = randn bf16, dht = randn f32. One timed step = forward +
-backward (torch.autograd.backward on o and the final state), eager (FLA's
-varlen path synchronizes with the host, so it cannot be captured in a CUDA
-graph; QLA's copies cu_seqlens to the host to check it), timed with CUDA
-events: 2 warm-up steps, then the median over --reps of --steps steps.
+backward (torch.autograd.backward on o and the final state). Eager by
+default, timed with CUDA events: 2 warm-up steps, then the median over --reps
+of --steps steps. With --graph, --steps steps are captured in one CUDA graph
+and the median replay is reported (QLA's step captures: it skips its host
+check of cu_seqlens while capturing); an implementation whose step cannot be
+captured is timed eager and the JSON's `method` says so.
 
     PYTHONPATH=python:/path/to/fla_src QLA_LIBRARY=build/compiler/libqla.so \\
         python3 bench/gdn_backward.py [--rows hk16_hv32/8k_1seq,...] [--check]
@@ -131,6 +133,9 @@ def main():
     ap.add_argument("--flashqla", action="store_true",
                     help="also time FlashQLA forward + backward (import flash_qla; a measured column beside the "
                          "published one)")
+    ap.add_argument("--graph", action="store_true",
+                    help="time each step as CUDA-graph replay (forward + backward captured in one graph; "
+                         "falls back to eager for an implementation whose step cannot be captured, and says so)")
     ap.add_argument("--out-dir", default=os.path.join(ROOT, "bench", "results"))
     args = ap.parse_args()
     rows = parse_rows(args.anchors)
@@ -167,7 +172,7 @@ def main():
         if fq_lib:
             fq_fn = anchors.flashqla_autograd_fn(fq_lib)
     import qla
-    from timing import time_eager
+    from timing import time_eager, time_graph
     fla_fn = None
     if not args.no_fla:
         import fla.ops.common.chunk_o as fco
@@ -201,7 +206,18 @@ def main():
             o, ht = fn(*leaves[:5], initial_state=leaves[5], output_final_state=True, cu_seqlens=cu)
             torch.autograd.backward([o, ht], [do, dht])
 
-        def timed(fn, cu):
+        def timed(fn, cu, key):
+            if args.graph:
+                try:
+                    ms = time_graph(lambda: step(fn, cu), calls=args.steps, replays=max(args.reps, 5))[0]
+                    r.setdefault("method", {})[key] = "graph"
+                    return ms
+                except Exception as e:  # noqa: BLE001
+                    torch.cuda.synchronize()
+                    r.setdefault("method", {})[key] = f"eager (capture failed: {type(e).__name__}: {str(e)[:160]})"
+                    print(f"{r['name']:22s} {key}: capture failed ({type(e).__name__}), timed eager", flush=True)
+            else:
+                r.setdefault("method", {})[key] = "eager"
             return time_eager(lambda: step(fn, cu), calls=args.steps, reps=args.reps)[0]
 
         t0 = time.time()
@@ -219,11 +235,11 @@ def main():
             print(f"{r['name']:22s} warmed in {time.time() - t0:.0f} s", flush=True)
             del leaves
             continue
-        r["qla_ms"] = timed(qla.chunk_gated_delta_rule, cu32)
+        r["qla_ms"] = timed(qla.chunk_gated_delta_rule, cu32, "qla")
         if args.check:
             step(qla.chunk_gated_delta_rule, cu32)
             mine = [x.grad.clone() for x in leaves]
-        r["fla_ms"] = timed(fla_fn, cu32.long()) if fla_fn is not None else None
+        r["fla_ms"] = timed(fla_fn, cu32.long(), "fla") if fla_fn is not None else None
         names = ("dq", "dk", "dv", "dg", "dbeta", "dh0")
         if args.check and fla_fn is not None:
             step(fla_fn, cu32.long())
@@ -234,7 +250,7 @@ def main():
         if fq_fn is not None:
             # FlashQLA forward + backward, timed like the others (int32 cu_seqlens and f32 beta as they are)
             try:
-                r["flashqla_measured_ms"] = timed(fq_fn, cu32)
+                r["flashqla_measured_ms"] = timed(fq_fn, cu32, "flashqla")
                 if args.check and fla_fn is not None:
                     step(fq_fn, cu32)
                     r["diff_flashqla"] = {n: ((x.grad.double() - b.double()).pow(2).mean().sqrt()

@@ -26,7 +26,7 @@ from ._ctensor import Tensor as _Tensor, check as _check, tma_friendly as _tma_f
 __all__ = ["chunk_gated_delta_rule", "warmup", "workspace_bytes"]
 
 _OP = "chunk_gated_delta_rule: "
-_ABI_VERSION = 3
+_ABI_VERSION = 4
 
 
 class _Args(ctypes.Structure):
@@ -46,6 +46,7 @@ class _Args(ctypes.Structure):
         ("cu_seqlens_host", ctypes.POINTER(ctypes.c_int64)),
         ("stream", ctypes.c_void_p),
         ("segment_chunks", ctypes.c_int64),
+        ("checkpoints", _Tensor),
     ]
 
 
@@ -77,11 +78,12 @@ class _BwdArgs(ctypes.Structure):
         ("dg", _Tensor),
         ("dbeta", _Tensor),
         ("dh0", _Tensor),
+        ("checkpoints", _Tensor),
     ]
 
 
-assert ctypes.sizeof(_Tensor) == 88 and ctypes.sizeof(_Args) == 832 and ctypes.sizeof(_Config) == 40
-assert ctypes.sizeof(_BwdArgs) == 16 + 15 * 88 + 24
+assert ctypes.sizeof(_Tensor) == 88 and ctypes.sizeof(_Args) == 920 and ctypes.sizeof(_Config) == 40
+assert ctypes.sizeof(_BwdArgs) == 16 + 16 * 88 + 24
 
 
 def _dtype_code(name: str, dtype) -> int:
@@ -107,6 +109,10 @@ def _lib():
                                                         c.c_size_t]
         lib.qla_gdn_forward.restype = c.c_int
         lib.qla_gdn_forward.argtypes = [c.POINTER(_Args), c.c_void_p, c.c_size_t, c.c_char_p, c.c_size_t]
+        if hasattr(lib, "qla_gdn_forward_checkpoint_shape"):
+            lib.qla_gdn_forward_checkpoint_shape.restype = c.c_int
+            lib.qla_gdn_forward_checkpoint_shape.argtypes = [c.POINTER(_Args), c.POINTER(c.c_int64),
+                                                             c.POINTER(c.c_int64), c.c_char_p, c.c_size_t]
         lib.qla_gdn_forward_warmup.restype = c.c_int
         lib.qla_gdn_forward_warmup.argtypes = [c.POINTER(_Config), c.c_char_p, c.c_size_t]
         if hasattr(lib, "qla_gdn_backward"):
@@ -179,8 +185,20 @@ def _inputs(q, k, v, g, beta, initial_state, cu_seqlens):
     return q, k, v, g, beta, initial_state, cu_seqlens, cu_host
 
 
+def _new_args(lib, cls, init):
+    a = cls()
+    init(ctypes.byref(a))
+    if a.abi_version != _ABI_VERSION:
+        raise QlaError(f"{_OP}{library_path()} has GDN ABI version {a.abi_version}; this package needs "
+                       f"{_ABI_VERSION} (rebuild QLA, or use the package that came with the library)")
+    return a
+
+
 def _forward(q, k, v, g, beta, scale, initial_state, output_final_state, cu_seqlens, use_qk_l2norm,
-             segment_chunks=0):
+             segment_chunks=0, keep_checkpoints=False):
+    """o, final_state (or None), and with keep_checkpoints (training mode)
+    the forward's checkpoints and their segment length (None, 0 where the
+    forward does not split its sequences: the backward needs nothing else)."""
     import torch
 
     q, k, v, g, beta, initial_state, cu_seqlens, cu_host = _inputs(q, k, v, g, beta, initial_state, cu_seqlens)
@@ -192,8 +210,7 @@ def _forward(q, k, v, g, beta, scale, initial_state, output_final_state, cu_seql
     final_state = torch.empty((N, Hv, K, V), dtype=torch.float32, device=dev) if output_final_state else None
 
     lib = _lib()
-    a = _Args()
-    lib.qla_gdn_forward_args_init(ctypes.byref(a))
+    a = _new_args(lib, _Args, lib.qla_gdn_forward_args_init)
     for name, t in (("q", q), ("k", k), ("v", v), ("g", g), ("beta", beta), ("o", o)):
         _fill(getattr(a, name), name, t)
     if initial_state is not None:
@@ -209,6 +226,15 @@ def _forward(q, k, v, g, beta, scale, initial_state, output_final_state, cu_seql
     a.segment_chunks = int(segment_chunks)
 
     err = ctypes.create_string_buffer(4096)
+    checkpoints, seg = None, 0
+    if keep_checkpoints:
+        shape = (ctypes.c_int64 * 4)()
+        seg_c = ctypes.c_int64(0)
+        _check(lib.qla_gdn_forward_checkpoint_shape(ctypes.byref(a), shape, ctypes.byref(seg_c), err, len(err)), err)
+        if shape[0] > 0:
+            checkpoints = torch.empty(tuple(shape), dtype=torch.float32, device=dev)
+            seg = seg_c.value
+            _fill(a.checkpoints, "checkpoints", checkpoints)
     nbytes = ctypes.c_size_t(0)
     _check(lib.qla_gdn_forward_workspace_bytes(ctypes.byref(a), ctypes.byref(nbytes), err, len(err)), err)
     with torch.cuda.device(dev):
@@ -216,12 +242,16 @@ def _forward(q, k, v, g, beta, scale, initial_state, output_final_state, cu_seql
         a.stream = torch.cuda.current_stream(dev).cuda_stream
         _check(lib.qla_gdn_forward(ctypes.byref(a), ctypes.c_void_p(workspace.data_ptr()), nbytes.value, err,
                                    len(err)), err)
+    if keep_checkpoints:
+        return o, final_state, checkpoints, seg
     return o, final_state
 
 
-def _backward(q, k, v, g, beta, scale, initial_state, cu_seqlens, use_qk_l2norm, segment_chunks, do, dht):
+def _backward(q, k, v, g, beta, scale, initial_state, cu_seqlens, use_qk_l2norm, segment_chunks, do, dht,
+              checkpoints=None):
     """The gradients (dq, dk, dv, dg, dbeta, dh0 or None) of L = <do, o> +
-    <dht, final_state> through qla_gdn_backward."""
+    <dht, final_state> through qla_gdn_backward. checkpoints: the forward's
+    (then segment_chunks is the forward's segment length)."""
     import torch
 
     q, k, v, g, beta, initial_state, cu_seqlens, cu_host = _inputs(q, k, v, g, beta, initial_state, cu_seqlens)
@@ -249,8 +279,7 @@ def _backward(q, k, v, g, beta, scale, initial_state, cu_seqlens, use_qk_l2norm,
     dbeta = torch.empty(beta.shape, dtype=beta.dtype, device=dev)
     dh0 = torch.empty(initial_state.shape, dtype=torch.float32, device=dev) if initial_state is not None else None
 
-    a = _BwdArgs()
-    lib.qla_gdn_backward_args_init(ctypes.byref(a))
+    a = _new_args(lib, _BwdArgs, lib.qla_gdn_backward_args_init)
     for name, t in (("q", q), ("k", k), ("v", v), ("g", g), ("beta", beta), ("dout", do), ("dq", dq), ("dk", dk),
                     ("dv", dv), ("dg", dg), ("dbeta", dbeta)):
         _fill(getattr(a, name), "do" if name == "dout" else name, t)
@@ -259,6 +288,8 @@ def _backward(q, k, v, g, beta, scale, initial_state, cu_seqlens, use_qk_l2norm,
         _fill(a.dh0, "dh0", dh0)
     if dht is not None:
         _fill(a.dht, "dht", dht)
+    if checkpoints is not None:
+        _fill(a.checkpoints, "checkpoints", checkpoints)
     if cu_seqlens is not None:
         _fill(a.cu_seqlens, "cu_seqlens", cu_seqlens)
     if cu_host is not None:
@@ -288,21 +319,30 @@ def _autograd_function():
         class ChunkGatedDeltaRuleFunction(torch.autograd.Function):
             @staticmethod
             def forward(ctx, q, k, v, g, beta, scale, initial_state, output_final_state, cu_seqlens,
-                        use_qk_l2norm, segment_chunks):
-                o, final_state = _forward(q, k, v, g, beta, scale, initial_state, output_final_state, cu_seqlens,
-                                          use_qk_l2norm, segment_chunks)
-                # The backward recomputes the chunk factors and the states
-                # from the inputs: nothing else is kept.
-                ctx.save_for_backward(q, k, v, g, beta, initial_state, cu_seqlens)
-                ctx.scale, ctx.l2, ctx.seg = scale, use_qk_l2norm, segment_chunks
+                        use_qk_l2norm, segment_chunks, training):
+                ckpt, seg = None, segment_chunks
+                if training:
+                    # Training mode: the forward keeps its segment start
+                    # states (where it splits), the backward recomputes the
+                    # rest from the inputs.
+                    o, final_state, ckpt, fseg = _forward(q, k, v, g, beta, scale, initial_state,
+                                                          output_final_state, cu_seqlens, use_qk_l2norm,
+                                                          segment_chunks, keep_checkpoints=True)
+                    if ckpt is not None:
+                        seg = fseg
+                else:
+                    o, final_state = _forward(q, k, v, g, beta, scale, initial_state, output_final_state,
+                                              cu_seqlens, use_qk_l2norm, segment_chunks)
+                ctx.save_for_backward(q, k, v, g, beta, initial_state, cu_seqlens, ckpt)
+                ctx.scale, ctx.l2, ctx.seg = scale, use_qk_l2norm, seg
                 return o, final_state
 
             @staticmethod
             def backward(ctx, do, dht):
-                q, k, v, g, beta, initial_state, cu_seqlens = ctx.saved_tensors
+                q, k, v, g, beta, initial_state, cu_seqlens, ckpt = ctx.saved_tensors
                 dq, dk, dv, dg, dbeta, dh0 = _backward(q, k, v, g, beta, ctx.scale, initial_state, cu_seqlens,
-                                                       ctx.l2, ctx.seg, do, dht)
-                return dq, dk, dv, dg, dbeta, None, dh0, None, None, None, None
+                                                       ctx.l2, ctx.seg, do, dht, checkpoints=ckpt)
+                return dq, dk, dv, dg, dbeta, None, dh0, None, None, None, None, None
 
         _function = ChunkGatedDeltaRuleFunction
     return _function
@@ -326,10 +366,17 @@ def chunk_gated_delta_rule(q, k, v, g, beta, scale: float | None = None, initial
     Returns (o [B, T, Hv, V] in the input dtype, final_state [N, Hv, K, V] f32
     or None unless output_final_state). Raises QlaError on bad input.
     Differentiable: backward gives dq, dk, dv, dg, dbeta (each in its
-    input's dtype) and the initial state's gradient.
+    input's dtype) and the initial state's gradient. When a gradient will be
+    taken (grad mode on and an input requiring grad) the forward keeps the
+    states at the starts of its segments, where it splits its sequences, for
+    the backward (a few MB); otherwise it keeps nothing.
     """
+    import torch
+
+    training = torch.is_grad_enabled() and any(
+        isinstance(t, torch.Tensor) and t.requires_grad for t in (q, k, v, g, beta, initial_state))
     return _autograd_function().apply(q, k, v, g, beta, scale, initial_state, bool(output_final_state), cu_seqlens,
-                                      bool(use_qk_l2norm_in_kernel), int(segment_chunks))
+                                      bool(use_qk_l2norm_in_kernel), int(segment_chunks), training)
 
 
 def warmup(dtype=None, K: int = 128, V: int = 128, beta_dtype=None, varlen: bool = False, cu_dtype=None,
@@ -366,8 +413,7 @@ def workspace_bytes(B: int, T: int, Hqk: int, Hv: int, K: int, V: int, dtype_cod
     """The device scratch one call of these sizes uses (for planning memory;
     no torch needed). Validated as the call would be, on fake addresses."""
     lib = _lib()
-    a = _Args()
-    lib.qla_gdn_forward_args_init(ctypes.byref(a))
+    a = _new_args(lib, _Args, lib.qla_gdn_forward_args_init)
     fake = 1 << 40
 
     def put(ct, i, dtype, shape):

@@ -223,6 +223,53 @@ def run_graph(fn, gen):
     return worst <= 1e-6, worst
 
 
+def run_checkpoints(fn, gen):
+    """Training mode: where the forward splits, it keeps its segment start
+    states (checkpoints) for the backward. They equal the float64 states at
+    the segment starts (final-state bar); the forward's outputs are bitwise
+    those of an inference call; the gradients through them meet the bars
+    and agree with the backward that recomputes the states (no checkpoints)."""
+    from qla import gdn
+    S = 2
+    case = dict(B=1, T=1000, Hqk=2, Hv=4, K=128, V=128, dtype="bf16", h0=True, dht=True, seg=S)
+    inp, do, dht = make_case_inputs(case, gen)
+    args = lambda x: (x["q"], x["k"], x["v"], x["g"], x["beta"])  # noqa: E731
+    kw = dict(output_final_state=True, cu_seqlens=None, segment_chunks=S)
+    with torch.no_grad():
+        o_inf, ht_inf = fn(*args(inp), initial_state=inp["initial_state"], **kw)
+    leaves = {n: inp[n].detach().clone().requires_grad_() for n in ("q", "k", "v", "g", "beta", "initial_state")}
+    o, ht = fn(*args(leaves), initial_state=leaves["initial_state"], **kw)
+    ck = o.grad_fn.saved_tensors[7]
+    nz = -(-math.ceil(1000 / 64) // S)
+    if ck is None or tuple(ck.shape) != (nz, 4, 128, 128):
+        return False, f"checkpoints {None if ck is None else tuple(ck.shape)}, expected {(nz, 4, 128, 128)}"
+    if not (torch.equal(o.detach(), o_inf) and torch.equal(ht.detach(), ht_inf)):
+        return False, "training-mode outputs differ from the inference call's"
+    worst = 0.0
+    for z in range(1, nz):
+        t = 64 * S * z
+        pre = {n: inp[n][:, :t].double() for n in ("q", "k", "v", "g", "beta")}
+        _, ref = fw.reference(pre["q"], pre["k"], pre["v"], pre["g"], pre["beta"], None,
+                              inp["initial_state"].double(), None, False)
+        worst = max(worst, fw.rms_rel(ck[z], ref[0]))
+    if not worst <= 5e-3:
+        return False, f"checkpoints vs float64 states: {worst:.1e} (bar 5e-3)"
+    torch.autograd.backward([o, ht], [do, dht])
+    got = {"d" + n: leaves[n].grad for n in ("q", "k", "v", "g", "beta")}
+    got["dh0"] = leaves["initial_state"].grad
+    ref = grads_ref(case, inp, do, dht)
+    rec = dict(zip(NAMES, gdn._backward(*args(inp), None, inp["initial_state"], None, False, S, do, dht)))
+    notes = []
+    for n in NAMES:
+        e_ref, e_rec = fw.rms_rel(got[n], ref[n]), fw.rms_rel(got[n], rec[n])
+        if not (e_ref <= BARS[n] and e_rec <= BARS[n]):
+            notes.append(f"{n}: {e_ref:.1e} vs float64, {e_rec:.1e} vs the recompute (bar {BARS[n]})")
+    if notes:
+        return False, "; ".join(notes)
+    return True, (f"{nz} checkpoints, worst {worst:.1e} vs float64 states; outputs bitwise the inference "
+                  f"call's; gradients within the bars")
+
+
 def bad_inputs(fn):
     """(name, thunk, keywords): bad gradient inputs raise, naming the problem."""
     from qla import gdn
@@ -328,7 +375,8 @@ def main():
 
     print("\nrepeatability and CUDA graphs")
     for name, thunk in (("100 repeated backward calls", lambda: run_repeat(fn, gen)),
-                        ("forward + backward in one CUDA graph vs eager", lambda: run_graph(fn, gen))):
+                        ("forward + backward in one CUDA graph vs eager", lambda: run_graph(fn, gen)),
+                        ("training mode: the forward's checkpoints", lambda: run_checkpoints(fn, gen))):
         try:
             ok, what = thunk()
             what = what if isinstance(what, str) else f"worst rms rel {what:.1e} (bar 1e-6)"

@@ -139,6 +139,23 @@ def main():
         check("gdn.warmup with a bad dtype name: QlaError naming it",
               len(lines) == 2 and "'f64' is not a dtype name" in lines[1], out + err)
 
+        # The package and the library agree on the GDN ABI (the argument
+        # structs' layout); a mismatch is refused with both versions named.
+        code = ("import qla\n"
+                "from qla import gdn\n"
+                "print(gdn.workspace_bytes(1, 4096, 2, 4, 128, 128) > 0)\n"
+                "gdn._ABI_VERSION -= 1\n"
+                "try:\n"
+                "    gdn.workspace_bytes(1, 4096, 2, 4, 128, 128)\n"
+                "except qla.QlaError as e:\n"
+                "    print(e)\n")
+        rc, out, err = run(["-c", code], site, outside, QLA_CACHE_DIR=cache)
+        lines = out.splitlines()
+        check("gdn.workspace_bytes: the package's and the library's GDN ABI versions match",
+              rc == 0 and lines[:1] == ["True"], out + err)
+        check("gdn: a library of another GDN ABI version is refused, naming both",
+              len(lines) == 2 and "has GDN ABI version 4; this package needs 3" in lines[1], out + err)
+
         # 7. The simple-GLA operator (kernels/gla) the same way.
         code = ("import qla\n"
                 "from qla import gla\n"

@@ -47,6 +47,7 @@ std::vector<op::NamedTensor> namedTensors(const ForwardParams &p, const char *oN
   if (p.initial_state) v.push_back({"initial_state", view(*p.initial_state), false});
   if (p.final_state) v.push_back({"final_state", view(*p.final_state), true});
   if (p.cu_seqlens) v.push_back({"cu_seqlens", view(*p.cu_seqlens), false});
+  if (p.checkpoints) v.push_back({"checkpoints", view(*p.checkpoints), true});
   return v;
 }
 
@@ -328,8 +329,10 @@ Plan buildPlan(const ForwardParams &p, const WorkspaceLayout &l, void *workspace
   rt::TensorArg CU = c.varlen ? arg(*p.cu_seqlens) : contiguousArg(dummy, {1});
   rt::TensorArg H0 = c.initialState ? arg(*p.initial_state) : contiguousArg(dummy, {N, Hv, K, V});
   rt::TensorArg HT = c.finalState ? arg(*p.final_state) : contiguousArg(dummy, {N, Hv, K, V});
-  // Without a split the segment tensors are never touched: the dummy stands in.
-  rt::TensorArg HS = contiguousArg(split ? ws + l.hs : dummy, {NZ, Hv, K, V});
+  // Without a split the segment tensors are never touched: the dummy stands
+  // in. In training mode the segment start states go to the caller's
+  // checkpoints (validated: given only with a split, of HS's shape).
+  rt::TensorArg HS = p.checkpoints ? arg(*p.checkpoints) : contiguousArg(split ? ws + l.hs : dummy, {NZ, Hv, K, V});
   rt::TensorArg LS = contiguousArg(split ? ws + l.ls : dummy, {NZ, Hv, K, V});
   rt::TensorArg PH = contiguousArg(split ? ws + l.ph : dummy, {NZ, Hv, K, K});
   rt::TensorArg PL = contiguousArg(split ? ws + l.pl : dummy, {NZ, Hv, K, K});
@@ -487,11 +490,44 @@ using namespace detail;
 //===----------------------------------------------------------------------===//
 
 namespace {
+// The checkpoints' shape for p (validated): {} without a split.
+std::vector<int64_t> checkpointShape(const ForwardParams &p, int64_t *segChunks) {
+  const WorkspaceLayout l = layoutOf(p);
+  if (segChunks) *segChunks = l.schedule.split ? l.schedule.segChunks : 0;
+  if (!l.schedule.split) return {};
+  return {l.schedule.numIds, p.v.shape[2], p.q.shape[3], p.v.shape[3]};
+}
+
 void validateAll(const ForwardParams &p) {
   validate(p, "o");
+  if (p.checkpoints) {
+    const TensorRef &c = *p.checkpoints;
+    const std::vector<int64_t> want = checkpointShape(p, nullptr);
+    if (want.empty())
+      fail("checkpoints are given but this forward does not split its sequences (forwardCheckpointShape is "
+           "empty: the backward needs no checkpoints)");
+    if (c.dtype != DType::F32) fail(std::string("checkpoints has dtype ") + dtypeName(c.dtype) + "; expected f32");
+    op::checkBasic("checkpoints", view(c), 4, "[NZ, Hv, K, V]");
+    if (c.shape != want)
+      fail("checkpoints has shape " + dims(c.shape) + "; expected forwardCheckpointShape = " + dims(want));
+    const std::vector<int64_t> st = op::stridesOf(view(c));
+    if (st != std::vector<int64_t>{want[1] * want[2] * want[3], want[2] * want[3], want[3], 1})
+      fail("checkpoints must be contiguous; got strides " + dims(st));
+    op::checkLayout("checkpoints", view(c), true);
+    op::checkNoSelfOverlap("checkpoints", view(c));
+  }
   op::checkOutputsDisjoint(namedTensors(p, "o"));
 }
 }  // namespace
+
+std::vector<int64_t> forwardCheckpointShape(const ForwardParams &p, int64_t *segmentChunks) {
+  return guarded([&] {
+    ForwardParams q = p;
+    q.checkpoints.reset();
+    validateAll(q);
+    return checkpointShape(q, segmentChunks);
+  });
+}
 
 void validateForward(const ForwardParams &p) {
   guarded([&] { validateAll(p); });

@@ -50,6 +50,7 @@ std::vector<op::NamedTensor> namedTensors(const BackwardParams &p) {
   if (p.cu_seqlens) v.push_back({"cu_seqlens", view(*p.cu_seqlens), false});
   v.push_back({"do", view(p.dout), false});
   if (p.dht) v.push_back({"dht", view(*p.dht), false});
+  if (p.checkpoints) v.push_back({"checkpoints", view(*p.checkpoints), false});
   v.push_back({"dq", view(p.dq), true});
   v.push_back({"dk", view(p.dk), true});
   v.push_back({"dg", view(p.dg), true});
@@ -90,6 +91,29 @@ void validate(const BackwardParams &p) {
                                 {"dbeta", &p.dbeta}})
     op::checkNoSelfOverlap(name, view(*t));
   if (p.dh0) op::checkNoSelfOverlap("dh0", view(*p.dh0));
+  if (p.checkpoints) {
+    // The forward's segment start states: its split, given again as
+    // segment_chunks, fixes their count.
+    const TensorRef &c = *p.checkpoints;
+    const int64_t S = p.segment_chunks, chunks = (T + kChunk - 1) / kChunk;
+    if (S <= 0)
+      fail("checkpoints are given with segment_chunks = " + std::to_string(S) +
+           "; expected the forward's segment length (forwardCheckpointShape)");
+    const ForwardShape shape{B, T, Hv, K, V, p.cu_seqlens ? N : 0};
+    if (chunks <= S)
+      fail("checkpoints are given but segments of segment_chunks = " + std::to_string(S) +
+           " chunks cut no sequence (the forward kept no checkpoints for this shape)");
+    const std::vector<int64_t> want = {segmentIds(shape, S), Hv, K, V};
+    if (c.dtype != DType::F32) fail(std::string("checkpoints has dtype ") + dtypeName(c.dtype) + "; expected f32");
+    op::checkBasic("checkpoints", view(c), 4, "[NZ, Hv, K, V]");
+    if (c.shape != want)
+      fail("checkpoints has shape " + dims(c.shape) + "; expected " + dims(want) + " (the forward's, for segments of " +
+           std::to_string(S) + " chunks)");
+    const std::vector<int64_t> st = op::stridesOf(view(c));
+    if (st != std::vector<int64_t>{Hv * K * V, K * V, V, 1})
+      fail("checkpoints must be contiguous; got strides " + dims(st));
+    op::checkLayout("checkpoints", view(c), true);
+  }
   op::checkOutputsDisjoint(namedTensors(p));
 }
 
@@ -183,6 +207,7 @@ std::vector<op::KernelSlot *> all(const BackwardKernels &k) {
 struct Plan {
   BackwardKernels kernels;
   bool split = false;
+  bool recomputeSplit = false;  // split without the forward's checkpoints: the states' pass 1 and merge run
   rt::LaunchArgs prepare, segment, merge, state, dhSegment, dhMerge, dh, dqk, wy, finish;
 };
 
@@ -200,6 +225,7 @@ Plan buildPlan(const BackwardParams &p, const BackwardLayout &l, void *workspace
   Plan plan;
   plan.kernels = kernelsFor(c);
   plan.split = l.fwd.schedule.split;
+  plan.recomputeSplit = plan.split && !p.checkpoints;
   const DType dt = fc.dtype, f32 = DType::F32;
   const int64_t B = p.q.shape[0], T = p.q.shape[1], Hv = p.v.shape[2], K = p.q.shape[3], V = p.v.shape[3];
   const int64_t N = fc.varlen ? p.cu_seqlens->shape[0] - 1 : B;
@@ -214,6 +240,9 @@ Plan buildPlan(const BackwardParams &p, const BackwardLayout &l, void *workspace
   rt::TensorArg CU = fc.varlen ? arg(*p.cu_seqlens) : contiguousArg(dummy, {1});
   rt::TensorArg H0 = fc.initialState ? arg(*p.initial_state) : contiguousArg(dummy, {N, Hv, K, V});
   rt::TensorArg HS = contiguousArg(plan.split ? ws + l.fwd.hs : dummy, {NZ, Hv, K, V});
+  // The states' pass 2 starts each segment from the forward's checkpoints
+  // when given (validated: of HS's shape), else from the merge's HS.
+  rt::TensorArg HSin = p.checkpoints ? arg(*p.checkpoints) : HS;
   rt::TensorArg LS = contiguousArg(plan.split ? ws + l.fwd.ls : dummy, {NZ, Hv, K, V});
   rt::TensorArg PH = contiguousArg(plan.split ? ws + l.fwd.ph : dummy, {NZ, Hv, K, K});
   rt::TensorArg PL = contiguousArg(plan.split ? ws + l.fwd.pl : dummy, {NZ, Hv, K, K});
@@ -250,14 +279,15 @@ Plan buildPlan(const BackwardParams &p, const BackwardLayout &l, void *workspace
     return a;
   };
   plan.prepare = args({arg(p.k), arg(p.v), arg(p.g), arg(p.beta), CU, W, U, GC, AM, PTS, PRK}, {segChunks});
-  plan.state = args({arg(p.q), arg(p.k), W, U, GC, CU, H0, O, HT, HS, LS, PH, PL, H, VN}, {scale, segChunks});
-  if (plan.split) {
+  plan.state = args({arg(p.q), arg(p.k), W, U, GC, CU, H0, O, HT, HSin, LS, PH, PL, H, VN}, {scale, segChunks});
+  if (plan.recomputeSplit) {
     plan.segment = args({arg(p.q), arg(p.k), W, U, GC, CU, H0, O, HT, HS, LS, PH, PL, H, VN}, {scale, segChunks});
     plan.merge = args({GC, CU, LS, PH, PL, HS}, {segChunks});
   }
   // The state gradient's context parallelism reuses the forward's segment
   // regions (free once the states' recompute is done; same stream): HS takes
-  // the segments' end gradients, LS, PH, PL the reverse pass 1's output.
+  // the segments' end gradients, LS, PH, PL the reverse pass 1's output
+  // (the workspace's HS, never the caller's checkpoints).
   plan.dh = args({arg(p.q), arg(p.k), W, arg(p.dout), GC, CU, H, DHT, DH, DVD, DH0, SD, HS, LS, PH, PL},
                  {scale, segChunks});
   if (plan.split) {
@@ -295,9 +325,11 @@ Plan buildPlan(const BackwardParams &p, const BackwardLayout &l, void *workspace
         {dt, dt, cu, f32, f32, f32, f32, f32, f32, f32, dt, dt, gt},
         0}},
   };
-  if (plan.split) {
+  if (plan.recomputeSplit) {
     checks.push_back({plan.kernels.segment, &plan.segment, stateSignature(fc)});
     checks.push_back({plan.kernels.merge, &plan.merge, mergeSignature(fc)});
+  }
+  if (plan.split) {
     checks.push_back({plan.kernels.dhSegment, &plan.dhSegment, dhSignature(fc)});
     checks.push_back({plan.kernels.dhMerge, &plan.dhMerge, mergeSignature(fc)});
   }
@@ -317,7 +349,7 @@ void launchBackward(const BackwardParams &p, void *workspace, size_t workspaceBy
   CUcontext ctx = op::checkDevice(namedTensors(p), workspace, l.total);
   Plan plan = buildPlan(p, l, workspace);
   std::vector<op::LaunchStep> steps = {{plan.kernels.prepare, &plan.prepare}};
-  if (plan.split) {
+  if (plan.recomputeSplit) {
     steps.push_back({plan.kernels.segment, &plan.segment});
     steps.push_back({plan.kernels.merge, &plan.merge});
   }

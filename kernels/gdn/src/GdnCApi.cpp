@@ -53,6 +53,7 @@ qla::gdn::ForwardParams paramsOf(const qla_gdn_forward_args *a) {
   p.cu_seqlens_host = a->cu_seqlens_host;
   p.stream = static_cast<CUstream>(a->stream);
   p.segment_chunks = a->segment_chunks;
+  p.checkpoints = optionalOf("checkpoints", a->checkpoints);
   return p;
 }
 
@@ -82,6 +83,7 @@ qla::gdn::BackwardParams backwardParamsOf(const qla_gdn_backward_args *a) {
   p.dg = tensorOf("dg", a->dg);
   p.dbeta = tensorOf("dbeta", a->dbeta);
   p.dh0 = optionalOf("dh0", a->dh0);
+  p.checkpoints = optionalOf("checkpoints", a->checkpoints);
   return p;
 }
 
@@ -121,6 +123,17 @@ int qla_gdn_forward_workspace_bytes(const qla_gdn_forward_args *a, size_t *bytes
   return guarded(err, errlen, [&] {
     if (!bytes) fail("the output pointer `bytes` is NULL");
     *bytes = qla::gdn::forwardWorkspaceBytes(paramsOf(a));
+  });
+}
+
+int qla_gdn_forward_checkpoint_shape(const qla_gdn_forward_args *a, int64_t shape[4], int64_t *segment_chunks,
+                                     char *err, size_t errlen) {
+  return guarded(err, errlen, [&] {
+    if (!shape || !segment_chunks) fail("the output pointer `shape` or `segment_chunks` is NULL");
+    int64_t seg = 0;
+    const std::vector<int64_t> s = qla::gdn::forwardCheckpointShape(paramsOf(a), &seg);
+    for (int i = 0; i < 4; ++i) shape[i] = s.empty() ? 0 : s[size_t(i)];
+    *segment_chunks = seg;
   });
 }
 

@@ -34,9 +34,10 @@ static_assert(offsetof(qla_gdn_backward_args, scale) == 8 && offsetof(qla_gdn_ba
                   offsetof(qla_gdn_backward_args, dht) == 16 + 8 * 88 + 24 &&
                   offsetof(qla_gdn_backward_args, dq) == 16 + 9 * 88 + 24 &&
                   offsetof(qla_gdn_backward_args, dg) == 16 + 12 * 88 + 24 &&
-                  offsetof(qla_gdn_backward_args, dh0) == 16 + 14 * 88 + 24,
+                  offsetof(qla_gdn_backward_args, dh0) == 16 + 14 * 88 + 24 &&
+                  offsetof(qla_gdn_backward_args, checkpoints) == 16 + 15 * 88 + 24,
               "qla_gdn_backward_args layout");
-static_assert(sizeof(qla_gdn_backward_args) == 16 + 15 * 88 + 24, "qla_gdn_backward_args layout");
+static_assert(sizeof(qla_gdn_backward_args) == 16 + 16 * 88 + 24, "qla_gdn_backward_args layout");
 
 namespace {
 

@@ -21,7 +21,8 @@ static_assert(offsetof(qla_gdn_tensor, shape) == 16 && offsetof(qla_gdn_tensor, 
 static_assert(offsetof(qla_gdn_forward_args, scale) == 8 && offsetof(qla_gdn_forward_args, q) == 16 &&
                   offsetof(qla_gdn_forward_args, cu_seqlens_host) == 16 + 9 * 88 &&
                   offsetof(qla_gdn_forward_args, stream) == 16 + 9 * 88 + 8 &&
-                  offsetof(qla_gdn_forward_args, segment_chunks) == 16 + 9 * 88 + 16 && sizeof(qla_gdn_forward_args) == 832,
+                  offsetof(qla_gdn_forward_args, segment_chunks) == 16 + 9 * 88 + 16 &&
+                  offsetof(qla_gdn_forward_args, checkpoints) == 832 && sizeof(qla_gdn_forward_args) == 920,
               "qla_gdn_forward_args layout");
 static_assert(sizeof(qla_gdn_forward_config) == 40, "qla_gdn_forward_config layout");
 static_assert(QLA_GDN_BF16 == int(qla::DType::BF16) && QLA_GDN_F16 == int(qla::DType::F16) &&
@@ -138,7 +139,7 @@ TEST_CASE("GDN C ABI: workspace size and validation", "[gdn][capi]") {
     CHECK(workspaceBytes(&a, &n).err == P + "o has rank 5 (1..4 allowed)");
     a = cArgs(p);
     a.abi_version = 7;
-    CHECK(workspaceBytes(&a, &n).err == P + "ABI version 7 of the caller does not match the library's 3");
+    CHECK(workspaceBytes(&a, &n).err == P + "ABI version 7 of the caller does not match the library's " + std::to_string(QLA_GDN_ABI_VERSION));
     CHECK(workspaceBytes(nullptr, &n).err == P + "the argument struct is NULL");
     a = cArgs(p);
     CHECK(workspaceBytes(&a, nullptr).err == P + "the output pointer `bytes` is NULL");

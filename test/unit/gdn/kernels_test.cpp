@@ -987,3 +987,38 @@ TEST_CASE("GDN backward: every specialization compiles to sm_90a with zero spill
   if (!backwardKernelsPresent()) return;
   compileBackwardSpillFree(allBackwardConfigs());
 }
+
+TEST_CASE("GDN: training-mode checkpoints are the split's segment start states", "[gdn][kernels][nvrtc]") {
+  if (!kernelsPresent()) return;
+  for (bool varlen : {false, true})
+    for (int fused : {-1, 1}) {
+      INFO("varlen " << varlen << ", fused " << fused);
+      PlanCall call(varlen);
+      ForwardParams &p = call.p;
+      p.fused = fused;
+      p.segment_chunks = 3;
+      int64_t seg = 0;
+      const std::vector<int64_t> shape = qla::gdn::forwardCheckpointShape(p, &seg);
+      const int64_t N = call.N, T = p.q.shape[1];
+      const int64_t NZ = varlen ? N + cdiv(cdiv(T, 64) + N, 3) : 2 * cdiv(cdiv(T, 64), 3);
+      CHECK(shape == std::vector<int64_t>{NZ, 4, 128, 128});
+      CHECK(seg == 3);
+      const size_t n = qla::gdn::forwardWorkspaceBytes(p);
+      p.checkpoints = TensorRef{fakePtr(17), DType::F32, shape, {}};
+      CHECK(qla::gdn::forwardWorkspaceBytes(p) == n);  // the same workspace: HS is then unused
+      const qla::gdn::LaunchPlan plan = planOrFail(p, n);
+      REQUIRE(plan.split);
+      // The merge writes them, pass 2 (state or fused kernel) starts its segments from them.
+      REQUIRE(plan.merge.tensors.size() == 6);
+      CHECK(plan.merge.tensors[5].data == fakePtr(17));
+      CHECK(plan.merge.tensors[5].shape == shape);
+      if (fused > 0) {
+        REQUIRE(plan.fused);
+        REQUIRE(plan.fusedArgs.tensors.size() == 11);
+        CHECK(plan.fusedArgs.tensors[7].data == fakePtr(17));
+      } else {
+        REQUIRE(plan.state.tensors.size() == 15);
+        CHECK(plan.state.tensors[9].data == fakePtr(17));
+      }
+    }
+}

@@ -79,6 +79,13 @@ struct ForwardParams {
   // give its segment start states); -1 the two-kernel path
   // (gdn_fwd_prepare.qla, then gdn_fwd_state.qla).
   int fused = 0;
+  // Training mode: when a backward will follow, the states the forward
+  // computes at the starts of its segments (out, f32, the shape
+  // forwardCheckpointShape(p) gives; only where the forward splits its
+  // sequences). Given to backward() with segment_chunks = the forward's
+  // segment length, they spare it the states' pass 1 and merge. Absent: the
+  // forward keeps nothing (inference).
+  std::optional<TensorRef> checkpoints;
 };
 
 // Host-side checks of every dtype, shape, stride, alignment and of the host
@@ -94,6 +101,15 @@ void validateForward(const ForwardParams &p);
 size_t forwardWorkspaceBytes(const ForwardParams &p);
 size_t forwardWorkspaceBytes(DType dtype, int64_t B, int64_t T, int64_t Hv, int64_t K, int64_t V,
                              int64_t numSequences = 0, int64_t segmentChunks = 0);
+
+// Training mode: the shape of ForwardParams::checkpoints for this call
+// ({NZ, Hv, K, V}: one state per segment id of the forward's split), or
+// empty when the forward does not split its sequences (the backward then
+// needs nothing beyond the inputs). *segmentChunks (if not null) gets the
+// forward's segment length, the backward's segment_chunks with these
+// checkpoints (0 when empty). Validates p first (checkpoints itself is
+// not looked at).
+std::vector<int64_t> forwardCheckpointShape(const ForwardParams &p, int64_t *segmentChunks = nullptr);
 
 // Validates, then launches the forward's kernels on p.stream (the fused
 // kernel, or prepare and state: ForwardParams::fused, KERNELS.md). `workspace`: a
@@ -210,6 +226,12 @@ struct BackwardParams {
   const int64_t *cu_seqlens_host = nullptr;
   CUstream stream = nullptr;
   int64_t segment_chunks = 0;              // for the states' recompute, as in ForwardParams
+  // The forward's checkpoints (ForwardParams::checkpoints, f32 [NZ, Hv, K,
+  // V]), with segment_chunks = the forward's segment length
+  // (forwardCheckpointShape): the states' recompute starts each segment
+  // from them and skips its pass 1 and merge. Absent: recomputed from the
+  // inputs.
+  std::optional<TensorRef> checkpoints;
 
   TensorRef dout;                          // dL/do: [B, T, Hv, V], the dtype of q
   std::optional<TensorRef> dht;            // dL/d final_state: [N, Hv, K, V] f32 (absent: 0)

@@ -19,7 +19,7 @@
 extern "C" {
 #endif
 
-#define QLA_GDN_ABI_VERSION 3
+#define QLA_GDN_ABI_VERSION 4
 
 /* Dtype codes (the values of qla::DType). */
 enum { QLA_GDN_BF16 = 0, QLA_GDN_F16 = 1, QLA_GDN_F32 = 2, QLA_GDN_I32 = 3, QLA_GDN_I64 = 4 };
@@ -49,6 +49,7 @@ typedef struct qla_gdn_forward_args {
   const int64_t *cu_seqlens_host; /* optional host copy (cu_seqlens.shape[0] values), to validate */
   void *stream;               /* CUstream / cudaStream_t; NULL: the default stream */
   int64_t segment_chunks;     /* context parallelism: 0 the cost model, -1 never, n > 0 segments of n chunks */
+  qla_gdn_tensor checkpoints; /* optional out, training mode (ABI 4): f32 of qla_gdn_forward_checkpoint_shape */
 } qla_gdn_forward_args;
 
 /* Specialization selector for qla_gdn_forward_warmup. */
@@ -83,6 +84,7 @@ typedef struct qla_gdn_backward_args {
   qla_gdn_tensor dg;               /* out [B, T, Hv], the dtype of g */
   qla_gdn_tensor dbeta;            /* out [B, T, Hv], the dtype of beta */
   qla_gdn_tensor dh0;              /* optional out [N, Hv, K, V] f32 (requires initial_state) */
+  qla_gdn_tensor checkpoints;      /* optional (ABI 4): the forward's, with segment_chunks = the forward's */
 } qla_gdn_backward_args;
 
 /* Fills `a` with: abi_version, scale = NaN, every tensor absent, no stream. */
@@ -90,6 +92,14 @@ void qla_gdn_forward_args_init(qla_gdn_forward_args *a);
 
 /* Validates `a` (every host-side check) and writes the workspace size. */
 int qla_gdn_forward_workspace_bytes(const qla_gdn_forward_args *a, size_t *bytes, char *err, size_t errlen);
+
+/* Training mode (qla::gdn::forwardCheckpointShape): validates `a` (its
+ * checkpoints aside) and writes the shape of the checkpoints the forward can
+ * keep for a backward ({NZ, Hv, K, V}; shape[0] = 0: it keeps none, the
+ * forward does not split) and the segment length the backward must be given
+ * with them (*segment_chunks; 0 with none). */
+int qla_gdn_forward_checkpoint_shape(const qla_gdn_forward_args *a, int64_t shape[4], int64_t *segment_chunks,
+                                     char *err, size_t errlen);
 
 /* Validates everything (nothing is launched on an error), then launches the
  * forward kernels on a->stream: no synchronization, no allocation. The
