@@ -490,11 +490,19 @@ using namespace detail;
 //===----------------------------------------------------------------------===//
 
 namespace {
-// The checkpoints' shape for p (validated): {} without a split.
+// The checkpoints' shape for p (validated): {} unless both the forward and
+// the backward's recompute (the two-kernel path's schedule for the same
+// shape and segment_chunks) split. Where the recompute alone would not
+// split, its unsplit pass is faster than starting from the forward's
+// segments (H200, 16/32 heads, 1 x 8192 tokens: forward + backward 1.79 ms
+// unsplit, 1.98 ms from checkpoints; docs/performance.md).
 std::vector<int64_t> checkpointShape(const ForwardParams &p, int64_t *segChunks) {
   const WorkspaceLayout l = layoutOf(p);
-  if (segChunks) *segChunks = l.schedule.split ? l.schedule.segChunks : 0;
-  if (!l.schedule.split) return {};
+  MachineModel m;
+  m.sms = deviceSmCount();
+  const bool keep = l.schedule.split && forwardSchedule(shapeOf(p), m, p.segment_chunks, -1).split;
+  if (segChunks) *segChunks = keep ? l.schedule.segChunks : 0;
+  if (!keep) return {};
   return {l.schedule.numIds, p.v.shape[2], p.q.shape[3], p.v.shape[3]};
 }
 
@@ -504,8 +512,8 @@ void validateAll(const ForwardParams &p) {
     const TensorRef &c = *p.checkpoints;
     const std::vector<int64_t> want = checkpointShape(p, nullptr);
     if (want.empty())
-      fail("checkpoints are given but this forward does not split its sequences (forwardCheckpointShape is "
-           "empty: the backward needs no checkpoints)");
+      fail("checkpoints are given but forwardCheckpointShape is empty for this call (the forward, or the "
+           "backward's recompute, does not split its sequences: the backward needs no checkpoints)");
     if (c.dtype != DType::F32) fail(std::string("checkpoints has dtype ") + dtypeName(c.dtype) + "; expected f32");
     op::checkBasic("checkpoints", view(c), 4, "[NZ, Hv, K, V]");
     if (c.shape != want)

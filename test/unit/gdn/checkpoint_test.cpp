@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 
+#include "../../../kernels/gdn/src/Schedule.h"
 #include "gdn_test_util.h"
 #include "qla/gdn_c.h"
 
@@ -67,6 +68,23 @@ TEST_CASE("GDN forward: the checkpoints' shape", "[gdn][checkpoints]") {
     CHECK(forwardCheckpointShape(p, &seg) == std::vector<int64_t>{3 + cdiv(16 + 3, 3), 8, 128, 128});
     CHECK(seg == 3);
   }
+  SECTION("the cost model's choice: where the forward splits and the recompute would not, nothing") {
+    // 16/32 heads, one sequence of 8192 tokens: the fused forward splits, the
+    // backward's recompute (the two-kernel path's model) does not.
+    Shape s;
+    s.B = 1;
+    s.T = 8192;
+    s.Hqk = 16;
+    s.Hv = 32;
+    ForwardParams p = validParams(s);
+    p.fused = 1;
+    qla::gdn::MachineModel m;
+    const qla::gdn::ForwardShape shape{1, 8192, 32, 128, 128, 0};
+    REQUIRE(qla::gdn::forwardSchedule(shape, m, 0, 1).split);
+    REQUIRE_FALSE(qla::gdn::forwardSchedule(shape, m, 0, -1).split);
+    CHECK(forwardCheckpointShape(p, &seg).empty());
+    CHECK(seg == 0);
+  }
   SECTION("the cost model's own choice is reported as a length, or nothing") {
     Shape s;
     s.B = 1;
@@ -100,8 +118,9 @@ TEST_CASE("GDN forward: checkpoints errors", "[gdn][checkpoints]") {
   SECTION("no split") {
     ForwardParams q = call(-1);
     q.checkpoints = ckpt(good);
-    CHECK(err(q) == P + "checkpoints are given but this forward does not split its sequences "
-                        "(forwardCheckpointShape is empty: the backward needs no checkpoints)");
+    CHECK(err(q) == P + "checkpoints are given but forwardCheckpointShape is empty for this call (the forward, "
+                        "or the backward's recompute, does not split its sequences: the backward needs no "
+                        "checkpoints)");
   }
   SECTION("dtype") {
     p.checkpoints = ckpt(good, DType::BF16);
@@ -190,7 +209,7 @@ TEST_CASE("GDN C ABI: the checkpoints' shape and the checkpoints arguments", "[g
   put(a.checkpoints, 17, QLA_GDN_F32, {12, 8, 128, 128});
   size_t n = 0;
   CHECK(qla_gdn_forward_workspace_bytes(&a, &n, err, sizeof err) == -1);
-  CHECK(std::string(err).find("checkpoints are given but this forward does not split") != std::string::npos);
+  CHECK(std::string(err).find("checkpoints are given but forwardCheckpointShape is empty") != std::string::npos);
   a.segment_chunks = 3;
   CHECK(qla_gdn_forward_workspace_bytes(&a, &n, err, sizeof err) == 0);
 

@@ -104,8 +104,9 @@ size_t forwardWorkspaceBytes(DType dtype, int64_t B, int64_t T, int64_t Hv, int6
 
 // Training mode: the shape of ForwardParams::checkpoints for this call
 // ({NZ, Hv, K, V}: one state per segment id of the forward's split), or
-// empty when the forward does not split its sequences (the backward then
-// needs nothing beyond the inputs). *segmentChunks (if not null) gets the
+// empty when the forward does not split its sequences or the backward's
+// recompute would not (then it is faster unsplit, and the backward needs
+// nothing beyond the inputs). *segmentChunks (if not null) gets the
 // forward's segment length, the backward's segment_chunks with these
 // checkpoints (0 when empty). Validates p first (checkpoints itself is
 // not looked at).
