@@ -4,6 +4,7 @@
 // and the kernel registry with the forward (GdnInternal.h) and the generic
 // parts with every operator (kernels/common, qla::op).
 #include <cmath>
+#include <cstdlib>
 #include <mutex>
 #include <sstream>
 
@@ -20,7 +21,45 @@ constexpr const char *kDhFile = "gdn_bwd_dh.qla";
 constexpr const char *kDqkFile = "gdn_bwd_dqk.qla";
 constexpr const char *kWyFile = "gdn_bwd_wy.qla";
 constexpr const char *kFinishFile = "gdn_bwd_finish.qla";
-constexpr int64_t kBV = 32;  // the V slice of the state kernels and of SD's partial sums
+
+// The V slice of gdn_bwd_dh.qla's CTAs (and so SD's partial sums: V / slice
+// of them), from the shapes and the backward's schedule: 64 when the
+// 32-wide slices' CTAs (V / 32 per v-head and segment) are more than one
+// wave of the machine, else 32. A 64-wide CTA computes K Qᵀ and loads q, k,
+// w once for twice the columns (its chunk step measured 1.4x the 32-wide
+// one's); under one wave the narrow slices keep the chain parallel. H200,
+// FlashQLA's 32 backward rows (docs/performance.md, eleventh session): this
+// rule picks the faster slice on every row but one tie (2/4 8k_2seq, 0.995).
+// Segments: the split's real ones, max(N, chunks / segment length) (cu_seqlens'
+// values are not looked at), or one per sequence. QLA_GDN_DH_BV=32 or 64
+// forces the slice (experiments).
+int dhSliceOf(const BackwardParams &p, const Schedule &sch, int sms) {
+  const int64_t B = p.q.shape[0], T = p.q.shape[1], Hv = p.v.shape[2], V = p.v.shape[3];
+  const char *e = std::getenv("QLA_GDN_DH_BV");
+  if (e && *e) {
+    const int bv = std::atoi(e);
+    if (bv != 32 && bv != 64) fail("QLA_GDN_DH_BV = " + std::string(e) + " (32 or 64)");
+    if (bv <= V) return bv;
+  }
+  if (V < 64) return 32;
+  const int64_t N = p.cu_seqlens ? p.cu_seqlens->shape[0] - 1 : B;
+  const int64_t chunks = (T + kChunk - 1) / kChunk;  // per sequence (dense) or in all (varlen)
+  int64_t segs = N;
+  if (sch.split) {
+    const int64_t per = (chunks + sch.segChunks - 1) / sch.segChunks;
+    segs = p.cu_seqlens ? std::max(N, per) : B * per;
+  }
+  return (V / 32) * Hv * segs > sms ? 64 : 32;
+}
+
+// The backward's schedule (the recompute's split, also the dh kernel's).
+Schedule backwardSchedule(const BackwardParams &p, int sms) {
+  MachineModel m;
+  m.sms = sms;
+  const ForwardShape s{p.q.shape[0], p.q.shape[1], p.v.shape[2], p.q.shape[3], p.v.shape[3],
+                       p.cu_seqlens ? p.cu_seqlens->shape[0] - 1 : 0};
+  return forwardSchedule(s, m, p.segment_chunks, -1);
+}
 
 ForwardParams forwardPart(const BackwardParams &p) {
   ForwardParams f;
@@ -149,7 +188,7 @@ BackwardLayout layoutOf(const BackwardParams &p) {
   l.vn = ws.add(nt * size_t(V) * eb);
   l.dh = ws.add(stateBytes);
   l.dvd = ws.add(nt * size_t(V) * eb);
-  l.sd = ws.add(size_t(V / kBV * B * Hv * TC) * 4);
+  l.sd = ws.add(size_t(V / dhSliceOf(p, l.fwd.schedule, deviceSmCount()) * B * Hv * TC) * 4);
   l.dqh = ws.add(nt * size_t(K) * 4);
   l.dkh = ws.add(nt * size_t(K) * 4);
   l.dk2 = ws.add(nt * size_t(K) * 4);
@@ -251,7 +290,7 @@ Plan buildPlan(const BackwardParams &p, const BackwardLayout &l, void *workspace
   rt::TensorArg VN = contiguousArg(ws + l.vn, {B, T, Hv, V});
   rt::TensorArg DH = contiguousArg(ws + l.dh, {B, NH, Hv, K, V});
   rt::TensorArg DVD = contiguousArg(ws + l.dvd, {B, T, Hv, V});
-  rt::TensorArg SD = contiguousArg(ws + l.sd, {V / kBV, B, Hv, TC});
+  rt::TensorArg SD = contiguousArg(ws + l.sd, {V / c.dhBv, B, Hv, TC});
   rt::TensorArg DQH = contiguousArg(ws + l.dqh, {B, T, Hv, K});
   rt::TensorArg DKH = contiguousArg(ws + l.dkh, {B, T, Hv, K});
   rt::TensorArg DK2 = contiguousArg(ws + l.dk2, {B, T, Hv, K});
@@ -395,6 +434,13 @@ BackwardConfig backwardConfig(const BackwardParams &p) {
   c.fwd.finalState = false;
   c.dht = p.dht.has_value();
   c.dh0 = p.dh0.has_value();
+  // (The slice needs the shapes: a call that is not valid keeps the default.)
+  const bool shaped = p.q.shape.size() == 4 && p.v.shape.size() == 4 && p.q.shape[1] > 0 &&
+                      (!p.cu_seqlens || p.cu_seqlens->shape.size() == 1);
+  if (shaped) {
+    const int sms = deviceSmCount();
+    c.dhBv = dhSliceOf(p, backwardSchedule(p, sms), sms);
+  }
   return c;
 }
 
@@ -403,6 +449,7 @@ std::string BackwardConfig::str() const {
   ForwardConfig f = fwd;
   f.finalState = false;
   s << f.str() << " dht=" << dht << " dh0=" << dh0;
+  if (dhBv != 32) s << " dh_bv=" << dhBv;
   return s.str();
 }
 
@@ -422,7 +469,8 @@ KernelSpec backwardStateKernelSpec(const BackwardConfig &c) {
 }
 
 KernelSpec dhKernelSpec(const BackwardConfig &c) {
-  return {kDhFile,
+  if (c.dhBv != 32 && c.dhBv != 64) fail("gdn_bwd_dh.qla: V slice " + std::to_string(c.dhBv) + " (32 or 64)");
+  KernelSpec s{kDhFile,
           {{"DT", dtypeName(c.fwd.dtype)},
            {"CT", cuText(c.fwd)},
            {"DK", std::to_string(c.fwd.K)},
@@ -432,6 +480,8 @@ KernelSpec dhKernelSpec(const BackwardConfig &c) {
            {"HAS_H0", c.dh0 ? "1" : "0"},
            {"HAS_DHT", c.dht ? "1" : "0"},
            {"PASS", "2"}}};
+  if (c.dhBv != 32) s.defines["BV"] = std::to_string(c.dhBv);
+  return s;
 }
 
 KernelSpec dhSegmentKernelSpec(const BackwardConfig &c) {
@@ -488,11 +538,20 @@ std::vector<KernelSpec> backwardKernelSpecs(const BackwardConfig &c) {
 void warmupBackward(const BackwardConfig &c, bool loadOnGpu) {
   guarded([&] {
     checkConfig(c.fwd);
-    BackwardKernels k = kernelsFor(c);
-    for (op::KernelSlot *s : all(k)) compiled(*s);
+    // Both V slices of the dh kernel (backwardConfig picks one per call).
+    std::vector<op::KernelSlot *> slots = all(kernelsFor(c));
+    for (int bv : {32, 64}) {
+      if (bv == c.dhBv || bv > c.fwd.V) continue;
+      BackwardConfig o = c;
+      o.dhBv = bv;
+      BackwardKernels k = kernelsFor(o);
+      slots.push_back(k.dh);
+      slots.push_back(k.dhSegment);
+    }
+    for (op::KernelSlot *s : slots) compiled(*s);
     if (loadOnGpu && rt::gpuAvailable()) {
       CUcontext ctx = op::currentOrPrimaryContext();
-      for (op::KernelSlot *s : all(k)) registry().loaded(*s, ctx);
+      for (op::KernelSlot *s : slots) registry().loaded(*s, ctx);
     }
   });
 }

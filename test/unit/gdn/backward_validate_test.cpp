@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "../../../kernels/gdn/src/Schedule.h"
 #include "gdn_test_util.h"
 #include "qla/gdn_c.h"
 
@@ -626,6 +627,39 @@ TEST_CASE("GDN backward configuration of a call", "[gdn][backward]") {
   qla::gdn::BackwardConfig d = c;
   d.fwd.finalState = true;
   CHECK(d.str() == c.str());
+}
+
+TEST_CASE("GDN backward: the dh kernel's V slice follows the grid", "[gdn][backward]") {
+  // 64 wide when the 32-wide slices' CTAs (V / 32 per v-head and segment)
+  // are more than one wave of 132 SMs; the SM count of this machine's GPU,
+  // or 132 (H200) without one (the cases below hold on either side of the
+  // rule for an H200; skip elsewhere).
+  if (qla::gdn::deviceSmCount() != 132) {
+    WARN("skipped: the device is not a 132-SM H200 (" << qla::gdn::deviceSmCount() << " SMs)");
+    return;
+  }
+  auto slice = [](int64_t T, int64_t Hqk, int64_t Hv, int64_t N, int64_t V, int64_t seg) {
+    Shape s;
+    s.Hqk = Hqk, s.Hv = Hv, s.V = V;
+    std::vector<int64_t> offs;
+    for (int64_t i = 0; i <= N; ++i) offs.push_back(T / N * i);
+    BackwardParams p = varlenBackwardParams(offs, DType::I32, s);
+    p.segment_chunks = seg;
+    return qla::gdn::backwardConfig(p).dhBv;
+  };
+  // 16/32 heads, one sequence, no split: 4 x 32 = 128 CTAs, one wave.
+  CHECK(slice(8192, 16, 32, 1, 128, -1) == 32);
+  CHECK(slice(8192, 16, 32, 2, 128, -1) == 64);   // 256
+  // 2/4 heads, 8192 tokens in segments of 16 chunks: 4 x 4 x 8 = 128.
+  CHECK(slice(8192, 2, 4, 1, 128, 16) == 32);
+  // ... of 8: 256 CTAs.
+  CHECK(slice(8192, 2, 4, 1, 128, 8) == 64);
+  // Eight sequences of 1024 tokens, segments of 16: at least one per sequence, 128.
+  CHECK(slice(8192, 2, 4, 8, 128, 16) == 32);
+  CHECK(slice(32768, 2, 4, 1, 128, 32) == 64);    // 4 x 4 x 16
+  CHECK(slice(32768, 2, 4, 1, 64, 32) == 32);     // V = 64: one 64-wide slice is the head
+  // The cost model's own split (the backward's): 16/32, 8 x 4096 tokens.
+  CHECK(slice(32768, 16, 32, 8, 128, 0) == 64);
 }
 
 //===----------------------------------------------------------------------===//

@@ -695,6 +695,10 @@ std::vector<BackwardConfig> backwardCoveringConfigs() {
       make(f16, f16, f32, 64, 128, 0, true, false, true, false),
       make(bf, f32, f32, 128, 64, 1, false, true, true, false),
       make(f16, f16, f16, 128, 128, 0, false, true, true, true),
+      // The dh kernel's 64-wide V slice (its other kernels repeat the above).
+      [&] { BackwardConfig c = make(bf, f32, f32, 128, 128, 1, false, true, true, true); c.dhBv = 64; return c; }(),
+      [&] { BackwardConfig c = make(bf, bf, bf, 128, 128, 1, true, true, true, true); c.dhBv = 64; return c; }(),
+      [&] { BackwardConfig c = make(f16, f16, f32, 64, 128, 0, true, false, true, false); c.dhBv = 64; return c; }(),
   };
 }
 
@@ -945,6 +949,17 @@ TEST_CASE("GDN backward: specializations", "[gdn][kernels][backward]") {
         "gdn_bwd_wy.qla -D BT=f32 -D CT=i64 -D DK=128 -D DT=bf16 -D DV=128 -D L2NORM=0 -D VARLEN=1");
   CHECK(qla::gdn::finishKernelSpec(c).str() ==
         "gdn_bwd_finish.qla -D CT=i64 -D DK=128 -D DT=bf16 -D GT=f32 -D L2NORM=0 -D VARLEN=1");
+  // The dh kernel's V slice: 32 is the file's default (no -D), 64 is named.
+  c.dhBv = 64;
+  CHECK(c.str() == "dtype=bf16 beta=f32 g=f32 K=128 V=128 varlen=1 cu=i64 l2norm=0 initial_state=1 final_state=0 "
+                   "dht=1 dh0=1 dh_bv=64");
+  CHECK(qla::gdn::dhKernelSpec(c).str() ==
+        "gdn_bwd_dh.qla -D BV=64 -D CT=i64 -D DK=128 -D DT=bf16 -D DV=128 -D HAS_DHT=1 -D HAS_H0=1 -D L2NORM=0 "
+        "-D PASS=2 -D VARLEN=1");
+  CHECK(qla::gdn::dhSegmentKernelSpec(c).defines.at("BV") == "64");
+  c.dhBv = 48;
+  CHECK_THROWS_WITH(qla::gdn::dhKernelSpec(c), Catch::Contains("gdn_bwd_dh.qla: V slice 48 (32 or 64)"));
+  c.dhBv = 32;
   // Without varlen the offsets' dtype is i32 whatever cuDtype says.
   c.fwd.varlen = false;
   CHECK(qla::gdn::dqkKernelSpec(c).defines.at("CT") == "i32");
@@ -974,6 +989,25 @@ TEST_CASE("GDN backward: every specialization compiles through the QLA compiler 
     }
   }
   CHECK(n == 192 + 96 + 96 + 12 + 192 + 48 + 96 + 48);
+  // The dh kernel's 64-wide V slice (V = 128; backwardConfig picks it for
+  // large grids): its pass 2 and pass 1.
+  for (BackwardConfig c : allBackwardConfigs()) {
+    if (c.fwd.V != 128) continue;
+    c.dhBv = 64;
+    for (const KernelSpec &spec : {qla::gdn::dhKernelSpec(c), qla::gdn::dhSegmentKernelSpec(c)}) {
+      if (!done.insert(spec.str()).second) continue;
+      qla::CompileOptions o;
+      o.defines = spec.defines;
+      qla::CompiledKernel k;
+      std::vector<std::string> diags;
+      bool ok = qla::compileQla(*qla::gdn::embeddedKernelSource(spec.file), "kernels/gdn/" + spec.file, o, k, diags);
+      INFO(c.str() << "\n" << spec.str() << "\n" << joined(diags));
+      REQUIRE(ok);
+      checkSignature(spec, c.fwd, k.info);
+      ++n;
+    }
+  }
+  CHECK(n == 192 + 96 + 96 + 12 + 192 + 48 + 96 + 48 + 96 + 48);
   std::printf("gdn backward: %d specializations through the front end in %.1f s\n", n,
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 }

@@ -259,6 +259,7 @@ struct BackwardConfig {
   ForwardConfig fwd;  // its finalState is ignored
   bool dht = false;   // a gradient of the final state is given
   bool dh0 = false;   // the initial state's gradient is wanted
+  int dhBv = 32;      // the V slice of gdn_bwd_dh.qla's CTAs (32 or 64; backwardConfig picks it)
   std::string str() const;
 };
 BackwardConfig backwardConfig(const BackwardParams &p);
