@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
+#include <mutex>
 #include <vector>
 
 #include <cuda.h>
@@ -35,7 +37,9 @@ int64_t segmentIds(const ForwardShape &s, int64_t segChunks) {
   return s.B * cdiv(chunks, segChunks);
 }
 
-Schedule forwardSchedule(const ForwardShape &s, const MachineModel &m, int64_t force, int fusedMode,
+namespace {
+
+Schedule computeSchedule(const ForwardShape &s, const MachineModel &m, int64_t force, int fusedMode,
                          int64_t forceBv) {
   const int64_t N = s.numSequences > 0 ? s.numSequences : s.B;
   const int64_t nV = s.V / kSlice, nK = s.K / kSlice, total = cdiv(s.T, kChunk);
@@ -193,6 +197,40 @@ Schedule forwardSchedule(const ForwardShape &s, const MachineModel &m, int64_t f
   if (!best.split) best.segChunks = kNoSplit;
   best.numIds = segmentIds(s, best.segChunks);
   return best;
+}
+
+// Every input of the model, for the memo below.
+std::vector<double> scheduleKey(const ForwardShape &s, const MachineModel &m, int64_t force, int fusedMode,
+                                int64_t forceBv) {
+  return {double(s.B), double(s.T), double(s.Hv), double(s.K), double(s.V), double(s.numSequences),
+          double(force), double(fusedMode), double(forceBv), double(m.sms), double(m.resident),
+          m.pass2AloneUs, m.pass2PairUs, m.pass1AloneUs, m.pass1PairUs, m.waveStartUs, m.mergeStepUs,
+          m.launchUs, m.fusedChunkUs, m.fusedHeadChunkUs, m.tmatChunkHeadUs, m.fusedPass1AloneUs,
+          m.fusedPass1PairUs, m.emptyWaveUs, m.fusedTStepScale, m.prepareChunkHeadUs};
+}
+
+}  // namespace
+
+// The model weighs every segment length and V slice against two scenarios
+// (27 µs on the build machine); an operator call asks for the same
+// schedule several times (workspace size, validation, the launch, the
+// backward's), so results are memoized per process (at most 4096 entries,
+// then the memo starts over).
+Schedule forwardSchedule(const ForwardShape &s, const MachineModel &m, int64_t force, int fusedMode,
+                         int64_t forceBv) {
+  static std::mutex mu;
+  static std::map<std::vector<double>, Schedule> memo;
+  std::vector<double> key = scheduleKey(s, m, force, fusedMode, forceBv);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = memo.find(key);
+    if (it != memo.end()) return it->second;
+  }
+  const Schedule sch = computeSchedule(s, m, force, fusedMode, forceBv);
+  std::lock_guard<std::mutex> lock(mu);
+  if (memo.size() >= 4096) memo.clear();
+  memo.emplace(std::move(key), sch);
+  return sch;
 }
 
 int deviceSmCount() {

@@ -215,3 +215,37 @@ TEST_CASE("GDN schedule: the log line names the path, the slice, the split and t
   CHECK(dt.find(": two-kernel path (prepare, state), no split; model ") != std::string::npos);
   CHECK(dt.find("us (fused kernel ") != std::string::npos);
 }
+
+TEST_CASE("GDN schedule: memoized per input, the model's constants included", "[gdn][schedule]") {
+  auto same = [](const Schedule &a, const Schedule &b) {
+    return a.segChunks == b.segChunks && a.numIds == b.numIds && a.split == b.split && a.fused == b.fused &&
+           a.fusedBv == b.fusedBv && a.predictedUs == b.predictedUs && a.fusedUs == b.fusedUs &&
+           a.twoKernelUs == b.twoKernelUs;
+  };
+  MachineModel m;
+  const ForwardShape s = shape(1, 32768, 8, 1);
+  const Schedule a = qla::gdn::forwardSchedule(s, m, 0, 0);
+  CHECK(same(a, qla::gdn::forwardSchedule(s, m, 0, 0)));  // the memo's answer
+  // Every input reaches the key: a slower fused kernel, another SM count,
+  // another path or segment length give other schedules, and the first
+  // comes back unchanged.
+  MachineModel slow = m;
+  slow.fusedChunkUs = 100.0;
+  slow.fusedHeadChunkUs = 100.0;
+  CHECK(a.fused);
+  CHECK_FALSE(qla::gdn::forwardSchedule(s, slow, 0, 0).fused);
+  MachineModel few = m;
+  few.sms = 8;
+  CHECK(qla::gdn::forwardSchedule(s, few, 0, 0).predictedUs > a.predictedUs);
+  CHECK_FALSE(qla::gdn::forwardSchedule(s, m, 0, -1).fused);
+  CHECK(qla::gdn::forwardSchedule(s, m, 4, 0).segChunks == 4);
+  CHECK(same(a, qla::gdn::forwardSchedule(s, m, 0, 0)));
+  // Many distinct inputs (past the memo's 4096 entries): each answer equals
+  // the one given for the same input before.
+  std::vector<Schedule> first;
+  for (int64_t T = 64; T <= 64 * 5000; T += 64) first.push_back(qla::gdn::forwardSchedule(shape(1, T, 4, 1), m, 0, 0));
+  int64_t i = 0;
+  bool all = true;
+  for (int64_t T = 64; T <= 64 * 5000; T += 64) all = all && same(first[size_t(i++)], qla::gdn::forwardSchedule(shape(1, T, 4, 1), m, 0, 0));
+  CHECK(all);
+}
