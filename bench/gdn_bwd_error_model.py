@@ -13,6 +13,7 @@ f16 = numpy float16) at each point where the kernels round; every point has a sw
 Reference: float64 token-recurrence reverse mode on the SAME bf16-valued inputs (as the GPU test).
 
 Usage: python3 errmodel.py [experiment ...]   (see main())
+       python3 bench/gdn_bwd_error_model.py t1tail [SEEDS]   (the T = 1 dk tail, docs/gdn.md)
 """
 import sys, time
 import numpy as np
@@ -407,8 +408,38 @@ def fmt(e):
     return " ".join(f"{n} {e[n]:.2e}" for n in NAMES if n in e)
 
 
+def t1tail(seeds=500):
+    """The T = 1 dk tail (docs/gdn.md, "Backward"): B = 2 sequences of one
+    token (dk's rms pooled over both, as the GPU suite's first case), 2/4
+    heads, h0, no dht; dk's error with sets of rounding points kept in f32."""
+    allp = set(POINTS)
+    cs = dict(T=1, Hk=2, Hv=4, Kd=128, Vd=128, h0=True, dht=False)
+    sets = {"kernel": set(), "abu abw": {"abu", "abw"}, "U W abu abw": {"U", "W", "abu", "abw"},
+            "H VN abu abw": {"H", "VN", "abu", "abw"}, "H W abw": {"H", "W", "abw"},
+            "H VN U W abu abw": {"H", "VN", "U", "W", "abu", "abw"}, "H VN W abw": {"H", "VN", "W", "abw"}}
+    cfgs = {n: Cfg(on=allp - k, dg_form="direct_k") for n, k in sets.items()}
+    res = {n: [] for n in cfgs}
+    for sd in range(seeds):
+        cases = [make_case(9000 + 2 * sd + j, dt="bf16", **cs) for j in range(2)]
+        for n, c in cfgs.items():
+            num = den = 0.0
+            for j, case in enumerate(cases):
+                mm = run_model(case, c)
+                r = reference(case, ("t1tail", sd, j))
+                num += float(np.sum((mm["dk"] - r["dk"]) ** 2))
+                den += float(np.sum(r["dk"] ** 2))
+            res[n].append((num / den) ** 0.5)
+    for n, xs in res.items():
+        xs = sorted(xs)
+        print(f"f32 {n:20s} median {xs[len(xs) // 2]:.2e} p99 {xs[int(.99 * (len(xs) - 1))]:.2e} "
+              f"max {xs[-1]:.2e} over {sum(x > 8e-3 for x in xs)}/{len(xs)}", flush=True)
+
+
 def main():
     argv = sys.argv[1:] or ["all"]
+    if argv[0] == "t1tail":
+        t1tail(int(argv[1]) if len(argv) > 1 else 500)
+        return
     seeds = [1, 2, 3]
     cases = [c for c in CASES if c in argv] or list(CASES)
     exps = [a for a in argv if a not in CASES]
