@@ -1279,11 +1279,11 @@ LogicalResult Emitter::emitInvUnitLowerMma(InvUnitLowerOp op) {
   // d += A B on the tensor cores: A from a register block (a_ is kept when
   // `a` is empty), B from shared memory at (r, c) or from a register block.
   auto bShared = [&](int64_t r, int64_t c) { return fmt::format("qla::dev::wblock_b_shared(b_, {}, {});", at(r, c), ld); };
-  auto bRegs = [](const std::string &x) { return "qla::dev::wblock_b(b_, " + x + ");"; };
+  auto bRegs = [](const std::string &x) { return fmt::format("qla::dev::wblock_b(b_, {});", x); };
   auto mma = [&](const std::string &d, const std::string &a, const std::string &loadB) {
-    if (!a.empty()) line("qla::dev::wblock_a(a_, " + a + ");");
+    if (!a.empty()) line(fmt::format("qla::dev::wblock_a(a_, {});", a));
     line(loadB);
-    line("qla::dev::wblock_mma(" + d + ", a_, b_);");
+    line(fmt::format("qla::dev::wblock_mma({}, a_, b_);", d));
   };
   // Level 1: warp 1 (i = 1, j = 0) and warp 3 (i = 3, j = 2).
   for (int64_t w : {1, 3}) {

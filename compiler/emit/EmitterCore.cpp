@@ -201,11 +201,11 @@ std::string Emitter::renderBody(bool directives, unsigned firstLine, const std::
     if (l.comment) continue;
     if (!holdsNoCode(l.text)) {
       if (l.src == 0) {
-        if (mapped) put("#line " + std::to_string(phys + 1) + " " + quoted(generatedFile));
+        if (mapped) put(fmt::format("#line {} {}", phys + 1, quoted(generatedFile)));
         mapped = false;
       } else if (!(mapped && file == l.file && expect == l.src)) {
         const bool sameFile = mapped && file == l.file;
-        put("#line " + std::to_string(l.src) + (sameFile ? "" : " " + quoted(l.file)));
+        put(sameFile ? fmt::format("#line {}", l.src) : fmt::format("#line {} {}", l.src, quoted(l.file)));
         mapped = true;
         file = l.file;
         expect = l.src;
@@ -227,7 +227,7 @@ std::string Emitter::tmaParamFor(int tensor, const std::vector<uint32_t> &box, S
       p.optional = p.optional && forStore;  // a load needs the map
       return p.name;
     }
-  std::string n = tensorNames_[tensor] + "_tma" + std::to_string(tmaParams_.size());
+  std::string n = fmt::format("{}_tma{}", tensorNames_[tensor], tmaParams_.size());
   tmaParams_.push_back({tensor, box, s, n, forStore});
   return n;
 }
@@ -333,7 +333,7 @@ LogicalResult Emitter::emitOpCode(Operation *op) {
     Attribute v = c.getValue();
     if (auto i = dyn_cast<IntegerAttr>(v)) {
       if (i.getType().isInteger(1)) bind(res(), i.getValue().isZero() ? "false" : "true");
-      else bind(res(), "(" + std::to_string(i.getValue().getSExtValue()) + ")");
+      else bind(res(), fmt::format("({})", i.getValue().getSExtValue()));
     } else if (auto f = dyn_cast<FloatAttr>(v)) {
       bind(res(), floatLiteral(f.getValueAsDouble()));
     } else {
@@ -342,25 +342,24 @@ LogicalResult Emitter::emitOpCode(Operation *op) {
     return success();
   }
   if (std::string o = binop(op); !o.empty()) {
-    declare(res(), cType(res().getType()), opnd(0) + " " + o + " " + opnd(1));
+    declare(res(), cType(res().getType()), fmt::format("{} {} {}", opnd(0), o, opnd(1)));
     return success();
   }
   if (isa<arith::CeilDivSIOp, arith::CeilDivUIOp>(op)) {
-    declare(res(), "int", "(" + opnd(0) + " + " + opnd(1) + " - 1) / " + opnd(1));
+    declare(res(), "int", fmt::format("({0} + {1} - 1) / {1}", opnd(0), opnd(1)));
     return success();
   }
   if (isa<arith::MaxSIOp, arith::MaxUIOp, arith::MinSIOp, arith::MinUIOp>(op)) {
     bool mx = isa<arith::MaxSIOp, arith::MaxUIOp>(op);
-    declare(res(), cType(res().getType()),
-            "(" + opnd(0) + (mx ? " > " : " < ") + opnd(1) + " ? " + opnd(0) + " : " + opnd(1) + ")");
+    declare(res(), cType(res().getType()), fmt::format("({0} {2} {1} ? {0} : {1})", opnd(0), opnd(1), mx ? ">" : "<"));
     return success();
   }
   if (isa<arith::MaximumFOp, arith::MaxNumFOp>(op)) {
-    declare(res(), "float", "fmaxf(" + opnd(0) + ", " + opnd(1) + ")");
+    declare(res(), "float", fmt::format("fmaxf({}, {})", opnd(0), opnd(1)));
     return success();
   }
   if (isa<arith::MinimumFOp, arith::MinNumFOp>(op)) {
-    declare(res(), "float", "fminf(" + opnd(0) + ", " + opnd(1) + ")");
+    declare(res(), "float", fmt::format("fminf({}, {})", opnd(0), opnd(1)));
     return success();
   }
   if (isa<arith::NegFOp>(op)) {
@@ -369,7 +368,7 @@ LogicalResult Emitter::emitOpCode(Operation *op) {
   }
   if (auto cmp = dyn_cast<arith::CmpIOp>(op)) {
     static const char *ops[] = {"==", "!=", "<", "<=", ">", ">=", "<", "<=", ">", ">="};
-    declare(res(), "bool", opnd(0) + " " + ops[(int)cmp.getPredicate()] + " " + opnd(1));
+    declare(res(), "bool", fmt::format("{} {} {}", opnd(0), ops[(int)cmp.getPredicate()], opnd(1)));
     return success();
   }
   if (auto cmp = dyn_cast<arith::CmpFOp>(op)) {
@@ -384,17 +383,17 @@ LogicalResult Emitter::emitOpCode(Operation *op) {
       case P::OGE: case P::UGE: o = ">="; break;
       default: return op->emitOpError("unsupported float comparison");
     }
-    declare(res(), "bool", opnd(0) + " " + o + " " + opnd(1));
+    declare(res(), "bool", fmt::format("{} {} {}", opnd(0), o, opnd(1)));
     return success();
   }
   if (isa<arith::SelectOp>(op)) {
-    declare(res(), cType(res().getType()), opnd(0) + " ? " + opnd(1) + " : " + opnd(2));
+    declare(res(), cType(res().getType()), fmt::format("{} ? {} : {}", opnd(0), opnd(1), opnd(2)));
     return success();
   }
   if (isa<arith::IndexCastOp, arith::SIToFPOp, arith::UIToFPOp, arith::FPToSIOp, arith::FPToUIOp,
           arith::ExtSIOp, arith::ExtUIOp, arith::TruncIOp, arith::IndexCastUIOp>(op)) {
     std::string t = cType(res().getType());
-    declare(res(), t, "(" + t + ")" + opnd(0));
+    declare(res(), t, fmt::format("({}){}", t, opnd(0)));
     return success();
   }
   if (isa<math::ExpOp, math::Exp2Op, math::LogOp, math::Log2Op, math::SqrtOp, math::RsqrtOp,
@@ -412,7 +411,7 @@ LogicalResult Emitter::emitOpCode(Operation *op) {
                         .Case<math::AbsFOp>([](auto) { return "fabsf"; })
                         .Case<math::TanhOp>([](auto) { return "tanhf"; })
                         .Default([](Operation *) { return ""; });
-    declare(res(), "float", f + "(" + opnd(0) + ")");
+    declare(res(), "float", fmt::format("{}({})", f, opnd(0)));
     return success();
   }
   if (auto f = dyn_cast<scf::ForOp>(op)) {
@@ -528,7 +527,7 @@ LogicalResult Emitter::emitOpCode(Operation *op) {
     return success();
   }
   if (auto r = dyn_cast<RingPhaseOp>(op)) {
-    declare(res(), "int", "(int)" + name(r.getRing()) + "_phase", "phase");
+    declare(res(), "int", fmt::format("(int){}_phase", name(r.getRing())), "phase");
     return success();
   }
   if (auto r = dyn_cast<RingAdvanceOp>(op)) {
@@ -725,7 +724,7 @@ LogicalResult Emitter::emitKernel() {
     pi.swizzle = p.swizzle;
     pi.optional = p.optional;
     info_.params.push_back(pi);
-    decls.push_back("const __grid_constant__ qla::dev::TensorMap " + p.name);
+    decls.push_back(fmt::format("const __grid_constant__ qla::dev::TensorMap {}", p.name));
   }
   for (int t = 0; t < tensorCount; ++t) {
     ParamInfo pi;
@@ -739,9 +738,9 @@ LogicalResult Emitter::emitKernel() {
     // A tensor the preceding kernel writes may change while this kernel runs
     // (before its wait), so it is not declared read-only (no ld.global.nc).
     if (followed.contains(t))
-      decls.push_back(ct + "* " + tensorNames_[t]);
+      decls.push_back(fmt::format("{}* {}", ct, tensorNames_[t]));
     else
-      decls.push_back(std::string(info_.tensors[t].isOutput ? "" : "const ") + ct + "* __restrict__ " + tensorNames_[t]);
+      decls.push_back(fmt::format("{}{}* __restrict__ {}", info_.tensors[t].isOutput ? "" : "const ", ct, tensorNames_[t]));
   }
   for (int t = 0; t < tensorCount; ++t)
     for (size_t d = 0; d < info_.tensors[t].dims.size(); ++d) {
@@ -750,22 +749,22 @@ LogicalResult Emitter::emitKernel() {
       pi.index = t;
       pi.dim = (int)d;
       info_.params.push_back(pi);
-      decls.push_back("const long long " + tensorNames_[t] + "_stride" + std::to_string(d));
+      decls.push_back(fmt::format("const long long {}_stride{}", tensorNames_[t], d));
     }
   for (size_t d = 0; d < info_.dimSymbols.size(); ++d) {
     ParamInfo pi;
     pi.kind = ParamInfo::Kind::Dim;
     pi.index = (int)d;
     info_.params.push_back(pi);
-    decls.push_back("const int " + info_.dimSymbols[d]);
+    decls.push_back(fmt::format("const int {}", info_.dimSymbols[d]));
   }
   for (size_t s = 0; s < info_.scalars.size(); ++s) {
     ParamInfo pi;
     pi.kind = ParamInfo::Kind::Scalar;
     pi.index = (int)s;
     info_.params.push_back(pi);
-    decls.push_back(std::string(info_.scalars[s].dtype == DType::F32 ? "const float " : "const int ") +
-                    info_.scalars[s].name);
+    decls.push_back(fmt::format("const {} {}", info_.scalars[s].dtype == DType::F32 ? "float" : "int",
+                                info_.scalars[s].name));
   }
 
   int64_t smem = 0;
@@ -782,24 +781,23 @@ LogicalResult Emitter::emitKernel() {
   int64_t minBlocks = 1;
   if (auto mb = fn_->getAttrOfType<IntegerAttr>(kMinBlocksAttr)) minBlocks = mb.getInt();
   std::string hash = hex64(llvm::xxh3_64bits(sig + renderBody(false, 0, "") + std::to_string(threads) +
-                                             (minBlocks > 1 ? "/" + std::to_string(minBlocks) : "")));
-  info_.name = "qla_" + kernelName + "_" + hash;
+                                             (minBlocks > 1 ? fmt::format("/{}", minBlocks) : "")));
+  info_.name = fmt::format("qla_{}_{}", kernelName, hash);
 
   std::string s;
-  s += "// Generated by QLA from " + file_ + " (kernel '" + fn_.getSymName().str() + "'). Do not edit.\n";
+  s += fmt::format("// Generated by QLA from {} (kernel '{}'). Do not edit.\n", file_, fn_.getSymName().str());
   s += "// QLA-KERNEL-INFO-BEGIN\n";
   std::string ser = info_.serialize();
   size_t pos = 0;
   while (pos < ser.size()) {
     size_t nl = ser.find('\n', pos);
     if (nl == std::string::npos) nl = ser.size();
-    s += "// " + ser.substr(pos, nl - pos) + "\n";
+    s += fmt::format("// {}\n", ser.substr(pos, nl - pos));
     pos = nl + 1;
   }
   s += "// QLA-KERNEL-INFO-END\n";
   s += "#include \"qla/device/all.cuh\"\n\n";
-  s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(threads) + ", " +
-       std::to_string(minBlocks) + ") " + info_.name + "(\n";
+  s += fmt::format("extern \"C\" __global__ void __launch_bounds__({}, {}) {}(\n", threads, minBlocks, info_.name);
   s += sig + ") {\n";
   s += "  extern __shared__ __align__(1024) unsigned char qla_smem_raw[];\n";
   s += "  unsigned char* const qla_smem = qla_smem_raw;\n";
