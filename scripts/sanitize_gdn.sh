@@ -7,7 +7,9 @@
 #   op   test/gpu/test_gdn_backward.py --no-large --seed S --filter F, once per F:
 #        the operator (forward + backward through torch.autograd); every run
 #        also does the suite's fixed checks (100 repeated backward calls at
-#        T = 1000, a CUDA-graph capture, bad inputs)
+#        T = 1000, a CUDA-graph capture, the training-mode checkpoints, bad
+#        inputs). The small cases run the dh kernel 32 columns wide; run "op"
+#        again with QLA_GDN_DH_BV=64 in the environment for its 64-wide slice.
 #
 # usage: scripts/sanitize_gdn.sh [--tool T[,T...]]... [--only fwd|bwd|op]...
 #            [--filter SUBSTR]... [--timeout S] [--launch-count N] [--seed N] [--logs DIR]
