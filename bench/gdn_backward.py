@@ -60,6 +60,30 @@ def parse_rows(path):
     return rows
 
 
+def row_inputs(r, K=128, V=128):
+    """FlashQLA's benchmark inputs for a backward row (seed 0): int32
+    cu_seqlens of N equal sequences, the leaves q, k, v, g, beta, h0 (fresh
+    tensors requiring grad), do and dht."""
+    import torch
+    import torch.nn.functional as F
+
+    dev, bf = "cuda", torch.bfloat16
+    torch.manual_seed(0)
+    T, N, Hqk, Hv = r["tokens"], r["nseq"], r["hqk"], r["hv"]
+    cu32 = torch.arange(0, T + 1, T // N, dtype=torch.int32, device=dev)
+    q = F.normalize(torch.randn(1, T, Hqk, K, device=dev), dim=-1).to(bf)
+    k = F.normalize(torch.randn(1, T, Hqk, K, device=dev), dim=-1).to(bf)
+    v = torch.randn(1, T, Hv, V, device=dev).to(bf)
+    g = F.logsigmoid(torch.randn(1, T, Hv, device=dev)) / 16
+    g[..., : Hv // 4] = 0.0
+    beta = torch.sigmoid(torch.randn(1, T, Hv, device=dev))
+    h0 = torch.randn(N, Hv, K, V, device=dev)
+    do = torch.randn(1, T, Hv, V, device=dev).to(bf)
+    dht = torch.randn(N, Hv, K, V, device=dev)
+    leaves = [x.clone().requires_grad_() for x in (q, k, v, g, beta, h0)]
+    return cu32, leaves, do, dht
+
+
 def geomean(xs):
     xs = [x for x in xs if x and x > 0 and math.isfinite(x)]
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
@@ -156,7 +180,6 @@ def main():
     os.environ["QLA_FLA_BACKEND"] = "0"  # never let FLA's dispatch route to QLA (qla.fla) in the FLA column
     try:
         import torch
-        import torch.nn.functional as F
     except ImportError:
         print("error: timing needs PyTorch with CUDA (--list-rows only parses the anchors)", file=sys.stderr)
         return 2
@@ -183,22 +206,8 @@ def main():
                command="python3 " + " ".join(sys.argv), torch=torch.__version__, rows=[], check=args.check)
     if args.flashqla:
         res["flashqla"] = fq_info
-    dev, bf = "cuda", torch.bfloat16
-    K = V = 128
     for r in rows:
-        torch.manual_seed(0)
-        T, N, Hqk, Hv = r["tokens"], r["nseq"], r["hqk"], r["hv"]
-        cu32 = torch.arange(0, T + 1, T // N, dtype=torch.int32, device=dev)
-        q = F.normalize(torch.randn(1, T, Hqk, K, device=dev), dim=-1).to(bf)
-        k = F.normalize(torch.randn(1, T, Hqk, K, device=dev), dim=-1).to(bf)
-        v = torch.randn(1, T, Hv, V, device=dev).to(bf)
-        g = F.logsigmoid(torch.randn(1, T, Hv, device=dev)) / 16
-        g[..., : Hv // 4] = 0.0
-        beta = torch.sigmoid(torch.randn(1, T, Hv, device=dev))
-        h0 = torch.randn(N, Hv, K, V, device=dev)
-        do = torch.randn(1, T, Hv, V, device=dev).to(bf)
-        dht = torch.randn(N, Hv, K, V, device=dev)
-        leaves = [x.clone().requires_grad_() for x in (q, k, v, g, beta, h0)]
+        cu32, leaves, do, dht = row_inputs(r)
 
         def step(fn, cu):
             for x in leaves:

@@ -123,7 +123,7 @@ def main():
             res["runs"].append(dict(T=T, impl=n, packed=packed[n], errors=errs[n]))
         if any(packed.values()):
             print("  (* the two sequences packed as one varlen batch: dense B > 1 was refused)")
-    print(f"\nbars: " + ", ".join(f"{g} {tb.BARS[g]}" for g in tb.NAMES))
+    print("\nbars: " + ", ".join(f"{g} {tb.BARS[g]}" for g in tb.NAMES))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(res, f, indent=1)

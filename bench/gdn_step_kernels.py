@@ -18,7 +18,7 @@ import sys
 from collections import defaultdict
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gdn_backward import DEFAULT_ANCHORS, parse_rows  # noqa: E402
+from gdn_backward import DEFAULT_ANCHORS, parse_rows, row_inputs  # noqa: E402
 
 
 def short(name):
@@ -40,7 +40,6 @@ def main():
     if bad:
         sys.exit(f"unknown rows {bad}")
     import torch
-    import torch.nn.functional as F
     from torch.profiler import ProfilerActivity, profile
 
     if not torch.cuda.is_available():
@@ -58,23 +57,9 @@ def main():
         from fla.ops.gated_delta_rule import chunk_gated_delta_rule as fla_fn
         impls.append(("fla", fla_fn, True))
     out = []
-    dev, bf = "cuda", torch.bfloat16
-    K = V = 128
     for name in args.rows.split(","):
         r = by[name]
-        torch.manual_seed(0)
-        T, N, Hqk, Hv = r["tokens"], r["nseq"], r["hqk"], r["hv"]
-        cu32 = torch.arange(0, T + 1, T // N, dtype=torch.int32, device=dev)
-        q = F.normalize(torch.randn(1, T, Hqk, K, device=dev), dim=-1).to(bf)
-        k = F.normalize(torch.randn(1, T, Hqk, K, device=dev), dim=-1).to(bf)
-        v = torch.randn(1, T, Hv, V, device=dev).to(bf)
-        g = F.logsigmoid(torch.randn(1, T, Hv, device=dev)) / 16
-        g[..., : Hv // 4] = 0.0
-        beta = torch.sigmoid(torch.randn(1, T, Hv, device=dev))
-        h0 = torch.randn(N, Hv, K, V, device=dev)
-        do = torch.randn(1, T, Hv, V, device=dev).to(bf)
-        dht = torch.randn(N, Hv, K, V, device=dev)
-        leaves = [x.clone().requires_grad_() for x in (q, k, v, g, beta, h0)]
+        cu32, leaves, do, dht = row_inputs(r)
         for impl, fn, long_cu in impls:
             cu = cu32.long() if long_cu else cu32
 

@@ -481,6 +481,16 @@ void validate(const ForwardParams &p, const char *oName) {
   if (p.final_state) op::checkNoSelfOverlap("final_state", view(*p.final_state));
 }
 
+void checkCheckpoints(const TensorRef &c, const std::vector<int64_t> &want, const std::string &wantText) {
+  if (c.dtype != DType::F32) fail(std::string("checkpoints has dtype ") + dtypeName(c.dtype) + "; expected f32");
+  op::checkBasic("checkpoints", view(c), 4, "[NZ, Hv, K, V]");
+  if (c.shape != want) fail("checkpoints has shape " + dims(c.shape) + "; expected " + wantText);
+  const std::vector<int64_t> st = op::stridesOf(view(c));
+  if (st != std::vector<int64_t>{want[1] * want[2] * want[3], want[2] * want[3], want[3], 1})
+    fail("checkpoints must be contiguous; got strides " + dims(st));
+  op::checkLayout("checkpoints", view(c), true);
+}
+
 }  // namespace detail
 
 using namespace detail;
@@ -514,14 +524,7 @@ void validateAll(const ForwardParams &p) {
     if (want.empty())
       fail("checkpoints are given but forwardCheckpointShape is empty for this call (the forward, or the "
            "backward's recompute, does not split its sequences: the backward needs no checkpoints)");
-    if (c.dtype != DType::F32) fail(std::string("checkpoints has dtype ") + dtypeName(c.dtype) + "; expected f32");
-    op::checkBasic("checkpoints", view(c), 4, "[NZ, Hv, K, V]");
-    if (c.shape != want)
-      fail("checkpoints has shape " + dims(c.shape) + "; expected forwardCheckpointShape = " + dims(want));
-    const std::vector<int64_t> st = op::stridesOf(view(c));
-    if (st != std::vector<int64_t>{want[1] * want[2] * want[3], want[2] * want[3], want[3], 1})
-      fail("checkpoints must be contiguous; got strides " + dims(st));
-    op::checkLayout("checkpoints", view(c), true);
+    checkCheckpoints(c, want, "forwardCheckpointShape = " + dims(want));
     op::checkNoSelfOverlap("checkpoints", view(c));
   }
   op::checkOutputsDisjoint(namedTensors(p, "o"));

@@ -143,15 +143,7 @@ void validate(const BackwardParams &p) {
       fail("checkpoints are given but segments of segment_chunks = " + std::to_string(S) +
            " chunks cut no sequence (the forward kept no checkpoints for this shape)");
     const std::vector<int64_t> want = {segmentIds(shape, S), Hv, K, V};
-    if (c.dtype != DType::F32) fail(std::string("checkpoints has dtype ") + dtypeName(c.dtype) + "; expected f32");
-    op::checkBasic("checkpoints", view(c), 4, "[NZ, Hv, K, V]");
-    if (c.shape != want)
-      fail("checkpoints has shape " + dims(c.shape) + "; expected " + dims(want) + " (the forward's, for segments of " +
-           std::to_string(S) + " chunks)");
-    const std::vector<int64_t> st = op::stridesOf(view(c));
-    if (st != std::vector<int64_t>{Hv * K * V, K * V, V, 1})
-      fail("checkpoints must be contiguous; got strides " + dims(st));
-    op::checkLayout("checkpoints", view(c), true);
+    checkCheckpoints(c, want, dims(want) + " (the forward's, for segments of " + std::to_string(S) + " chunks)");
   }
   op::checkOutputsDisjoint(namedTensors(p));
 }

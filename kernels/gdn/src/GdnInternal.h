@@ -45,6 +45,11 @@ std::vector<op::NamedTensor> namedTensors(const ForwardParams &p, const char *oN
 // `o` is named oName in the messages (the backward passes dv there).
 void validate(const ForwardParams &p, const char *oName);
 
+// The training-mode checkpoints (the forward's segment start states) as
+// both operators take them: f32, shape `want` (the message names it as
+// wantText), contiguous, TMA-aligned.
+void checkCheckpoints(const TensorRef &c, const std::vector<int64_t> &want, const std::string &wantText);
+
 // A configuration's dtypes and sizes are ones the operator supports (warmup).
 void checkConfig(const ForwardConfig &c);
 

@@ -42,19 +42,6 @@ static_assert(sizeof(qla_gdn_backward_args) == 16 + 16 * 88 + 24, "qla_gdn_backw
 
 namespace {
 
-const std::string P = "chunk_gated_delta_rule: ";
-
-std::string errorOf(const std::function<void()> &f) {
-  try {
-    f();
-  } catch (const qla::gdn::Error &e) {
-    return e.what();
-  } catch (const std::exception &e) {
-    return std::string("<not a qla::gdn::Error> ") + e.what();
-  }
-  return "<no error>";
-}
-
 std::string validationError(const BackwardParams &p) {
   return errorOf([&] { validateBackward(p); });
 }

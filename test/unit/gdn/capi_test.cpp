@@ -32,7 +32,6 @@ static_assert(QLA_GDN_BF16 == int(qla::DType::BF16) && QLA_GDN_F16 == int(qla::D
 
 namespace {
 
-const std::string P = "chunk_gated_delta_rule: ";
 
 qla_gdn_tensor cTensor(const TensorRef &t) {
   qla_gdn_tensor c;

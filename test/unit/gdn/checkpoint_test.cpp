@@ -16,19 +16,6 @@ using qla::gdn::forwardCheckpointShape;
 
 namespace {
 
-const std::string P = "chunk_gated_delta_rule: ";
-
-std::string errorOf(const std::function<void()> &f) {
-  try {
-    f();
-  } catch (const qla::gdn::Error &e) {
-    return e.what();
-  } catch (const std::exception &e) {
-    return std::string("<not a qla::gdn::Error> ") + e.what();
-  }
-  return "<no error>";
-}
-
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Two sequences of 1000 tokens (16 chunks each), 4/8 heads, K = V = 128.

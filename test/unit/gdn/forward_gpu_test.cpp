@@ -519,7 +519,7 @@ std::vector<Problem> problems() {
   return v;
 }
 
-std::string errorOf(const std::function<void()> &f) {
+std::string anyErrorOf(const std::function<void()> &f) {
   try {
     f();
   } catch (const std::exception &e) {
@@ -561,7 +561,7 @@ TEST_CASE("GDN forward under CUDA graph capture", "[gdn][gpu]") {
   dev.p.stream = stream;
   dev.p.cu_seqlens_host = nullptr;  // as a caller would while capturing
   ck(cu().cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL), "cuStreamBeginCapture");
-  std::string err = errorOf([&] { qla::gdn::forward(dev.p, dev.ws->ptr(), dev.ws->n); });
+  std::string err = anyErrorOf([&] { qla::gdn::forward(dev.p, dev.ws->ptr(), dev.ws->n); });
   CUgraph graph = nullptr;
   ck(cu().cuStreamEndCapture(stream, &graph), "cuStreamEndCapture");
   REQUIRE(err == "<no error>");
@@ -604,7 +604,7 @@ TEST_CASE("GDN forward: device-side argument errors leave the outputs untouched"
     std::vector<uint16_t> host(size_t(2 * 100 * 2 * 128));
     ForwardParams p = dev.p;
     p.q.data = host.data();
-    CHECK(errorOf([&] { qla::gdn::forward(p, dev.ws->ptr(), dev.ws->n); }) ==
+    CHECK(anyErrorOf([&] { qla::gdn::forward(p, dev.ws->ptr(), dev.ws->n); }) ==
           P + "q is not a CUDA device pointer (" + [&] {
             char b[32];
             std::snprintf(b, sizeof b, "%p", p.q.data);
@@ -614,7 +614,7 @@ TEST_CASE("GDN forward: device-side argument errors leave the outputs untouched"
     ck(cu().cuMemAllocHost(&pinned, 2 * 100 * 4 * 4), "cuMemAllocHost");
     p = dev.p;
     p.g.data = pinned;
-    std::string e = errorOf([&] { qla::gdn::forward(p, dev.ws->ptr(), dev.ws->n); });
+    std::string e = anyErrorOf([&] { qla::gdn::forward(p, dev.ws->ptr(), dev.ws->n); });
     CHECK(e.find(P + "g is not a CUDA device pointer (") == 0);
     CHECK(e.find("is pinned host memory)") != std::string::npos);
     cu().cuMemFreeHost(pinned);
@@ -624,7 +624,7 @@ TEST_CASE("GDN forward: device-side argument errors leave the outputs untouched"
     DevBuf small(1024);
     ForwardParams p = dev.p;
     p.v.data = small.ptr();
-    std::string e = errorOf([&] { qla::gdn::forward(p, dev.ws->ptr(), dev.ws->n); });
+    std::string e = anyErrorOf([&] { qla::gdn::forward(p, dev.ws->ptr(), dev.ws->n); });
     INFO(e);
     CHECK(e.find(P + "v does not fit in its allocation: shape [2, 100, 4, 128], strides [51200, 512, 128, 1] "
                      "needs 204800 bytes from ") == 0);
@@ -639,7 +639,7 @@ TEST_CASE("GDN forward: device-side argument errors leave the outputs untouched"
     std::vector<int64_t> bad = vp.offsets;
     std::swap(bad[2], bad[3]);
     vd.p.cu_seqlens_host = bad.data();
-    CHECK(errorOf([&] { qla::gdn::forward(vd.p, vd.ws->ptr(), vd.ws->n); }).find(P + "cu_seqlens must be non-decreasing") == 0);
+    CHECK(anyErrorOf([&] { qla::gdn::forward(vd.p, vd.ws->ptr(), vd.ws->n); }).find(P + "cu_seqlens must be non-decreasing") == 0);
     ck(cu().cuCtxSynchronize(), "cuCtxSynchronize");
     std::vector<uint8_t> ob(vd.oBytes);
     vd.o->download(ob.data(), ob.size());

@@ -3,6 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
+#include <functional>
+#include <string>
 
 #include "qla/gdn.h"
 
@@ -12,6 +15,22 @@ using qla::DType;
 using qla::gdn::BackwardParams;
 using qla::gdn::ForwardParams;
 using qla::gdn::TensorRef;
+
+// Every operator error starts with this.
+inline const std::string P = "chunk_gated_delta_rule: ";
+
+// The message f throws as qla::gdn::Error, "<not a qla::gdn::Error> ..." for
+// any other exception, "<no error>" when it returns.
+inline std::string errorOf(const std::function<void()> &f) {
+  try {
+    f();
+  } catch (const qla::gdn::Error &e) {
+    return e.what();
+  } catch (const std::exception &e) {
+    return std::string("<not a qla::gdn::Error> ") + e.what();
+  }
+  return "<no error>";
+}
 
 // Argument i lives at (i + 1) TiB: 4 KiB aligned, never overlapping.
 inline void *fakePtr(int i) { return reinterpret_cast<void *>(uintptr_t(i + 1) << 40); }

@@ -973,39 +973,29 @@ TEST_CASE("GDN backward: every specialization compiles through the QLA compiler 
   for (const ForwardConfig &f : qla::gdn::allForwardConfigs())
     for (const KernelSpec &s : {qla::gdn::segmentKernelSpec(f), qla::gdn::mergeKernelSpec(f)}) done.insert(s.str());
   int n = 0;
+  // Each new spec through the front end, its signature the operator's.
+  auto compile = [&](const BackwardConfig &c, const KernelSpec &spec) {
+    if (!done.insert(spec.str()).second) return;
+    qla::CompileOptions o;
+    o.defines = spec.defines;
+    qla::CompiledKernel k;
+    std::vector<std::string> diags;
+    bool ok = qla::compileQla(*qla::gdn::embeddedKernelSource(spec.file), "kernels/gdn/" + spec.file, o, k, diags);
+    INFO(c.str() << "\n" << spec.str() << "\n" << joined(diags));
+    REQUIRE(ok);
+    checkSignature(spec, c.fwd, k.info);
+    ++n;
+  };
   auto t0 = std::chrono::steady_clock::now();
-  for (const BackwardConfig &c : allBackwardConfigs()) {
-    for (const KernelSpec &spec : qla::gdn::backwardKernelSpecs(c)) {
-      if (!done.insert(spec.str()).second) continue;
-      qla::CompileOptions o;
-      o.defines = spec.defines;
-      qla::CompiledKernel k;
-      std::vector<std::string> diags;
-      bool ok = qla::compileQla(*qla::gdn::embeddedKernelSource(spec.file), "kernels/gdn/" + spec.file, o, k, diags);
-      INFO(c.str() << "\n" << spec.str() << "\n" << joined(diags));
-      REQUIRE(ok);
-      checkSignature(spec, c.fwd, k.info);
-      ++n;
-    }
-  }
+  for (const BackwardConfig &c : allBackwardConfigs())
+    for (const KernelSpec &spec : qla::gdn::backwardKernelSpecs(c)) compile(c, spec);
   CHECK(n == 192 + 96 + 96 + 12 + 192 + 48 + 96 + 48);
   // The dh kernel's 64-wide V slice (V = 128; backwardConfig picks it for
   // large grids): its pass 2 and pass 1.
   for (BackwardConfig c : allBackwardConfigs()) {
     if (c.fwd.V != 128) continue;
     c.dhBv = 64;
-    for (const KernelSpec &spec : {qla::gdn::dhKernelSpec(c), qla::gdn::dhSegmentKernelSpec(c)}) {
-      if (!done.insert(spec.str()).second) continue;
-      qla::CompileOptions o;
-      o.defines = spec.defines;
-      qla::CompiledKernel k;
-      std::vector<std::string> diags;
-      bool ok = qla::compileQla(*qla::gdn::embeddedKernelSource(spec.file), "kernels/gdn/" + spec.file, o, k, diags);
-      INFO(c.str() << "\n" << spec.str() << "\n" << joined(diags));
-      REQUIRE(ok);
-      checkSignature(spec, c.fwd, k.info);
-      ++n;
-    }
+    for (const KernelSpec &spec : {qla::gdn::dhKernelSpec(c), qla::gdn::dhSegmentKernelSpec(c)}) compile(c, spec);
   }
   CHECK(n == 192 + 96 + 96 + 12 + 192 + 48 + 96 + 48 + 96 + 48);
   std::printf("gdn backward: %d specializations through the front end in %.1f s\n", n,

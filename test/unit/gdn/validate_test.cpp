@@ -18,19 +18,6 @@ using qla::gdn::validateForward;
 
 namespace {
 
-const std::string P = "chunk_gated_delta_rule: ";
-
-std::string errorOf(const std::function<void()> &f) {
-  try {
-    f();
-  } catch (const qla::gdn::Error &e) {
-    return e.what();
-  } catch (const std::exception &e) {
-    return std::string("<not a qla::gdn::Error> ") + e.what();
-  }
-  return "<no error>";
-}
-
 std::string validationError(const ForwardParams &p) {
   return errorOf([&] { validateForward(p); });
 }
