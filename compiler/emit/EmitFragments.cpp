@@ -289,7 +289,9 @@ LogicalResult Emitter::emitStore(StoreOp op) {
   const bool tma = tmaStoreBox(op, box);
   // The threads' stores to the tile become visible to the TMA unit.
   if (tma) line("qla::dev::fence_proxy_async_shared();");
-  line(groupSync());
+  auto staged = wgStaging_.find(op.getSrc());
+  const int64_t wgBoxes = staged == wgStaging_.end() ? 0 : staged->second;
+  line(wgBoxes ? wgSync() : groupSync());
   line("{");
   ++indent_;
   TileAccess a = openTileAccess(op.getDst(), op.getOffsets(), op.getDropped(), op.getLimits(), op.getLimitDims(),
@@ -313,13 +315,19 @@ LogicalResult Emitter::emitStore(StoreOp op) {
     const int64_t cols = src.getShape().back(), blockCols = box.back(), rows = src.getNumElements() / cols;
     line(fmt::format("if ({}) {{", whole));
     ++indent_;
-    line(fmt::format("if (threadIdx.x == {}) {{", group().begin * 128));
+    // Box b: the tile's columns b blockCols ..; staged by warpgroups, each
+    // warpgroup's first thread stores its own wgBoxes boxes.
+    line(wgBoxes ? std::string("if (threadIdx.x % 128 == 0) {") : fmt::format("if (threadIdx.x == {}) {{", group().begin * 128));
     ++indent_;
-    for (int64_t b = 0; b < cols / blockCols; ++b) {
-      std::string call = fmt::format("qla::dev::tma_store_{}d(&{}, {} + {}", rank, map, name(op.getSrc()), b * rows * blockCols);
+    for (int64_t b = 0; b < (wgBoxes ? wgBoxes : cols / blockCols); ++b) {
+      // (the box's first element in the tile, its first column in the tensor)
+      std::string bx = fmt::format("(qla_wgl * {} + {})", wgBoxes, b);
+      std::string at = wgBoxes ? fmt::format("{} * {}", bx, rows * blockCols) : std::to_string(b * rows * blockCols);
+      std::string call = fmt::format("qla::dev::tma_store_{}d(&{}, {} + {}", rank, map, name(op.getSrc()), at);
       for (int64_t d = rank - 1; d >= 0; --d) {
         std::string c = name(op.getOffsets()[d]);
-        if (d == rank - 1 && b) c += fmt::format(" + {}", b * blockCols);
+        if (d == rank - 1 && (wgBoxes || b))
+          c += wgBoxes ? fmt::format(" + {} * {}", bx, blockCols) : fmt::format(" + {}", b * blockCols);
         call += ", " + c;
       }
       line(call + ");");
@@ -331,6 +339,8 @@ LogicalResult Emitter::emitStore(StoreOp op) {
     line("} else {");
     ++indent_;
   }
+  // By threads, which read every warpgroup's columns: the whole role meets.
+  if (wgBoxes) line(groupSync());
   if (eb > 0 && src.getShape().size() == 2 && lastIsCol && src.getShape()[1] * eb % 16 == 0 && a.stride.size() == 2) {
     emitSharedGlobalVectors(op.getSrc(), src, a, eb);
   } else {
@@ -339,6 +349,8 @@ LogicalResult Emitter::emitStore(StoreOp op) {
     line(fmt::format("if ({}) *{} = {}[{}];", a.inBounds(idx), a.at(idx), name(op.getSrc()), smemIndex(src, row, col)));
     closeLoop();
   }
+  // ... and again before any warpgroup writes its columns anew.
+  if (wgBoxes) line(groupSync());
   if (tma) {
     --indent_;
     line("}");
@@ -354,9 +366,66 @@ bool Emitter::tmaStoreBox(StoreOp op, std::vector<uint32_t> &box) { return tmaSt
 
 // Before the group's threads write a tile that a TMA store reads: the issuing
 // thread waits until its stores have read their sources (the barrier that
-// precedes every write to a tile then orders the write after that).
+// precedes every write to a tile then orders the write after that). A tile
+// staged by warpgroups: each warpgroup's first thread issues its own boxes.
 void Emitter::waitTmaStoreReads(Value tile) {
-  if (tmaStoreSources_.contains(tile)) line(fmt::format("if (threadIdx.x == {}) qla::dev::tma_store_wait<0>();", group().begin * 128));
+  if (wgStaging_.contains(tile)) line("if (threadIdx.x % 128 == 0) qla::dev::tma_store_wait<0>();");
+  else if (tmaStoreSources_.contains(tile))
+    line(fmt::format("if (threadIdx.x == {}) qla::dev::tma_store_wait<0>();", group().begin * 128));
+}
+
+// Staging tiles of a role of n >= 2 warpgroups that need no barrier of the
+// whole role: the tile is written only by transposed copies of accumulator
+// fragments split over the n warpgroups, in which warpgroup w holds rows
+// [w M/n, (w + 1) M/n) — tile columns once transposed — and read only by
+// TMA stores whose boxes (blockCols columns each) divide those column
+// ranges. Then warpgroup w's threads write exactly the boxes w (M/n) /
+// blockCols .. (w + 1) (M/n) / blockCols - 1, so each warpgroup fences,
+// meets its own 128 threads and stores its boxes from its first thread,
+// and waits for its own stores' reads before writing again: the warpgroups
+// do not wait for one another. (Where a store falls back to threads, which
+// read every column, the whole role meets before and after it.)
+void Emitter::findWgStaging() {
+  for (Value tile : tmaStoreSources_) {
+    auto alloc = tile.getDefiningOp<AllocSharedOp>();
+    auto role = alloc ? alloc->getParentOfType<WarpgroupsOp>() : WarpgroupsOp();
+    if (!role) continue;
+    const int64_t n = role.getWgEnd() - role.getWgBegin() + 1;
+    if (n < 2) continue;
+    auto shape = cast<SharedType>(tile.getType()).getShape();
+    int64_t writers = 0, blockCols = 0;
+    bool ok = shape.size() == 2;
+    for (Operation *u : tile.getUsers()) {
+      if (!ok) break;
+      if (u->getParentOfType<WarpgroupsOp>() != role) {
+        ok = false;
+      } else if (auto c = dyn_cast<CopyOp>(u); c && c.getDst() == tile) {
+        auto f = dyn_cast<FragType>(c.getSrc().getType());
+        ok = f && c.getTranspose() && f.getLayout() == FragType::Acc && int64_t(f.getWarpgroups()) == n &&
+             f.getShape()[0] == shape[1] && f.getShape()[0] % n == 0;
+        if (!ok) break;
+        // Warpgroup w holds exactly rows [w M/n, (w + 1) M/n) (FragLayout).
+        const FragLayout lay = FragLayout::of(f);
+        const int64_t m = f.getShape()[0] / n;
+        for (int64_t w = 0; w < n && ok; ++w)
+          for (int64_t warp = 0; warp < 4 && ok; ++warp)
+            for (int64_t lane = 0; lane < 32 && ok; ++lane)
+              for (int64_t r = 0; r < lay.regsPerThread() && ok; ++r) {
+                const int64_t row = lay.index(r, {lane, warp, w})[0];
+                ok = row >= w * m && row < (w + 1) * m;
+              }
+        ++writers;
+      } else if (auto st = dyn_cast<StoreOp>(u); st && st.getSrc() == tile) {
+        std::vector<uint32_t> box;
+        ok = tmaStoreBox(st, box) && (blockCols == 0 || blockCols == int64_t(box.back()));
+        blockCols = box.empty() ? 0 : int64_t(box.back());
+      } else {
+        ok = false;
+      }
+    }
+    const int64_t m = shape.size() == 2 ? shape[1] / n : 0;
+    if (ok && writers > 0 && blockCols > 0 && m % blockCols == 0) wgStaging_[tile] = m / blockCols;
+  }
 }
 
 // A 2-D shared tile to global memory in 16-byte pieces of a row: every tile
@@ -423,7 +492,7 @@ LogicalResult Emitter::emitCopy(CopyOp op) {
   // Other threads may still read the tile; not a put's slot, which no
   // thread of the role reads (they all waited for it to be empty).
   if (!toFrag) waitTmaStoreReads(op.getDst());
-  if (!toFrag && !op->hasAttr("qla.slot_fill")) line(groupSync());
+  if (!toFrag && !op->hasAttr("qla.slot_fill")) line(wgStaging_.contains(op.getDst()) ? wgSync() : groupSync());
   if (trans && !toFrag && is16(te) && lay.x4Blocks()) {
     emitStmatrixTrans(op);
     if (!fencedAndSynced(op)) line(groupSync());
@@ -711,6 +780,9 @@ LogicalResult Emitter::emitWgmmaFence(ValueRange frags) {
   // wgmma is a .sync.aligned instruction: every warp must be converged when
   // it reaches it. Loops with per-thread trip counts before it (scans, the
   // triangular inverse, bounded copies) do not guarantee that by themselves.
+  // Turns: wait until this warpgroup holds the token (the commit hands it on).
+  if (const Group &g = group(); g.turnBase)
+    line(fmt::format("qla::dev::named_barrier_sync({} + qla_wgl, 256);  // turns: this warpgroup's", g.turnBase));
   line("__syncwarp();");
   for (Value f : frags) line(fmt::format("qla::dev::warpgroup_fence_regs({});", name(f)));
   line("qla::dev::wgmma_fence();");

@@ -148,6 +148,10 @@ std::string Emitter::groupSync() const {
   return fmt::format("qla::dev::named_barrier_sync({}, {});", g.barrierId, (g.end - g.begin + 1) * 128);
 }
 
+std::string Emitter::wgSync() const {
+  return fmt::format("qla::dev::named_barrier_sync({} + qla_wg, 128);", wgBarrierBase_);
+}
+
 void Emitter::noteLocation(Operation *op) {
   auto loc = dyn_cast<FileLineColLoc>(op->getLoc());
   if (!loc) {
@@ -576,13 +580,26 @@ LogicalResult Emitter::emitOpCode(Operation *op) {
       if (w == wg) break;
       ++id;
     }
-    groups_.push_back({int64_t(wg.getWgBegin()), int64_t(wg.getWgEnd()), id});
+    const int64_t n = wg.getWgEnd() - wg.getWgBegin() + 1;
+    const bool turns = wg->hasAttr("turns") && n > 1;
+    groups_.push_back({int64_t(wg.getWgBegin()), int64_t(wg.getWgEnd()), id,
+                       turns ? turnBarrierBase_ + int64_t(wg.getWgBegin()) : 0});
     ++indent_;
     line(fmt::format("const int qla_wgl = qla_wg - {};  // warpgroup within the role", wg.getWgBegin()));
     line("(void)qla_wgl;");
+    // Turns: a token passed round the warpgroups through named barriers of
+    // 256 threads (the holder's 128 wait, the previous holder's 128 arrive);
+    // the last warpgroup hands the first turn to warpgroup 0, which takes
+    // back the last hand-off at the end, so that every barrier is balanced.
+    if (turns)
+      line(fmt::format("if (qla_wgl == {}) qla::dev::named_barrier_arrive({}, 256);  // turns: warpgroup 0 first",
+                       n - 1, group().turnBase));
     const bool waitedBefore = gridWaited_;
     if (failed(emitBlock(wg.getBody().front()))) return failure();
     gridWaited_ = waitedBefore;  // the next role's threads have not waited
+    if (turns)
+      line(fmt::format("if (qla_wgl == 0) qla::dev::named_barrier_sync({}, 256);  // turns: the last hand-off",
+                       group().turnBase));
     --indent_;
     groups_.pop_back();
     line("}");
@@ -605,6 +622,9 @@ LogicalResult Emitter::emitOpCode(Operation *op) {
   if (auto f = dyn_cast<WgmmaFenceOp>(op)) return emitWgmmaFence(f.getFrags());
   if (isa<WgmmaCommitOp>(op)) {
     line("qla::dev::wgmma_commit();");
+    if (const Group &g = group(); g.turnBase)
+      line(fmt::format("qla::dev::named_barrier_arrive({} + (qla_wgl + 1) % {}, 256);  // turns: the next warpgroup's",
+                       g.turnBase, g.end - g.begin + 1));
     return success();
   }
   if (auto w = dyn_cast<WgmmaWaitOp>(op)) {
@@ -706,6 +726,21 @@ LogicalResult Emitter::emitKernel() {
     std::vector<uint32_t> box;
     if (tmaStoreBox(st, box)) tmaStoreSources_.insert(st.getSrc());
   });
+  // Named barriers: the roles' 1 .. R, then one per warpgroup for staging
+  // tiles, then one per warpgroup for turns (bar.sync has 16, 0 being
+  // __syncthreads).
+  int64_t roles = 0;
+  for (auto w : fn_.getOps<WarpgroupsOp>()) (void)w, ++roles;
+  const int64_t wgs = (threads + 127) / 128;
+  wgBarrierBase_ = roles + 1;
+  turnBarrierBase_ = wgBarrierBase_ + wgs;
+  findWgStaging();
+  bool anyTurns = false;
+  for (auto w : fn_.getOps<WarpgroupsOp>()) anyTurns |= w->hasAttr("turns") && w.getWgEnd() > w.getWgBegin();
+  const int64_t lastId = anyTurns ? turnBarrierBase_ + wgs - 1 : !wgStaging_.empty() ? turnBarrierBase_ - 1 : roles;
+  if (lastId > 15)
+    return fn_.emitError("the kernel needs ") << lastId + 1 << " named barriers (roles, per-warpgroup staging, turns); "
+                                              << "the hardware has 16";
   if (failed(emitBlock(entry))) return failure();
   // A CTA must not exit while its TMA stores still read its shared memory.
   if (!tmaStoreSources_.empty()) line("qla::dev::tma_store_wait<0>();");

@@ -48,6 +48,10 @@ class Emitter {
   struct Group {
     int64_t begin = 0, end = 0;
     int64_t barrierId = 0;   // 0 = __syncthreads
+    // A role with `turns` over two or more warpgroups: warpgroup w waits on
+    // named barrier turnBase + w before issuing a product and hands the turn
+    // on to turnBase + (w + 1) % n after committing it (0: no turns).
+    int64_t turnBase = 0;
   };
   const Group &group() const { return groups_.back(); }
   std::string groupSync() const;
@@ -107,6 +111,15 @@ class Emitter {
   void waitTmaStoreReads(mlir::Value tile);
   // Shared tiles some TMA store reads (found before emission).
   llvm::DenseSet<mlir::Value> tmaStoreSources_;
+  // Staging tiles that each warpgroup of a multi-warpgroup role fills and
+  // stores on its own (findWgStaging): tile -> TMA boxes per warpgroup.
+  llvm::DenseMap<mlir::Value, int64_t> wgStaging_;
+  void findWgStaging();
+  // Named barriers beyond the roles' (ids 1 .. roles): per warpgroup, for
+  // the staging tiles (wgBarrierBase_ + warpgroup) and the turns
+  // (turnBarrierBase_ + warpgroup); warpgroups counted over the block.
+  int64_t wgBarrierBase_ = 0, turnBarrierBase_ = 0;
+  std::string wgSync() const;  // the executing warpgroup's own barrier
   // follows(...): the ops that read a tensor the preceding kernel writes or
   // write any output (found before emission), and whether the code being
   // emitted is already behind a grid dependency wait (kernel level, role).

@@ -493,7 +493,7 @@ class Dumper {
     case StmtKind::Role: {
       auto &x = static_cast<const RoleStmt &>(s);
       line(ind, "role " + x.name + " warpgroups " + std::to_string(x.wgFirst) + ".." + std::to_string(x.wgLast) +
-                    " regs " + std::to_string(x.regs));
+                    " regs " + std::to_string(x.regs) + (x.turns ? " turns" : ""));
       block(ind + 1, x.body);
       return;
     }

@@ -491,9 +491,19 @@ class Parser {
     } else {
       fail(cur().loc, "expected 'warpgroup' or 'warpgroups' after 'role " + n.text + ":', found " + found());
     }
-    if (accept(Tok::Comma)) {
-      expect(Tok::KwRegs, "after ','");
-      number("after 'regs'", s->regs, s->regsLoc, s->regsExpr);
+    // `, regs R` and `, turns`, each at most once, in either order.
+    bool regs = false;
+    while (accept(Tok::Comma)) {
+      if (!regs && accept(Tok::KwRegs)) {
+        regs = true;
+        number("after 'regs'", s->regs, s->regsLoc, s->regsExpr);
+      } else if (!s->turns && cur().kind == Tok::Ident && cur().text == "turns") {
+        s->turns = true;
+        s->turnsLoc = take().loc;
+      } else {
+        fail(cur().loc, std::string("expected ") + (regs ? "" : "'regs'") + (!regs && !s->turns ? " or " : "") +
+                            (s->turns ? "" : "'turns'") + " after ',', found " + found());
+      }
     }
     parseBlock(s->body);
     return s;

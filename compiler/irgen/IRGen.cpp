@@ -482,6 +482,7 @@ void IRGen::genStmt(const fe::Stmt &s) {
       auto &r = static_cast<const fe::RoleStmt &>(s);
       auto op = RoleOp::create(b_, l, b_.getStringAttr(r.name), b_.getI64IntegerAttr(r.wgFirst),
                                   b_.getI64IntegerAttr(r.wgLast), b_.getI64IntegerAttr(r.regs));
+      if (r.turns) op->setAttr("turns", b_.getUnitAttr());
       OpBuilder::InsertionGuard guard(b_);
       Block *body = b_.createBlock(&op.getBody());
       b_.setInsertionPointToEnd(body);

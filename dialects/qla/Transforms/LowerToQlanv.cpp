@@ -256,6 +256,7 @@ struct LowerToQlanv : ::mlir::qla::impl::QlaLowerToQlanvBase<LowerToQlanv> {
       OpBuilder bld(r);
       auto wg = WarpgroupsOp::create(bld, r.getLoc(), r.getNameAttr(), r.getWgBeginAttr(), r.getWgEndAttr());
       wg->setAttr("regs", r.getRegsAttr());
+      if (r->hasAttr("turns")) wg->setAttr("turns", UnitAttr::get(r.getContext()));
       wg.getBody().takeBody(r.getBody());
       Block &blk = wg.getBody().front();
       Operation *term = blk.getTerminator();

@@ -697,7 +697,7 @@ struct IfStmt : Stmt {
   static bool classof(const Stmt *s) { return s->kind == StmtKind::If; }
 };
 
-// role NAME: warpgroup(s) FIRST[..LAST] [, regs R] { body }  (top level only)
+// role NAME: warpgroup(s) FIRST[..LAST] [, regs R] [, turns] { body }  (top level only)
 struct RoleStmt : Stmt {
   std::string name;
   SourceLoc nameLoc;
@@ -705,6 +705,11 @@ struct RoleStmt : Stmt {
   SourceLoc wgFirstLoc, wgLastLoc;
   int64_t regs = 0;                 // 0: not given (compiler's choice)
   SourceLoc regsLoc;
+  // `turns`: the role's warpgroups issue each tensor-core product in turn
+  // (warpgroup 0's first, then 1's, ...), so that one's products run while
+  // the others compute on CUDA cores; the compiler derives the hand-offs.
+  bool turns = false;
+  SourceLoc turnsLoc;
   // Non-literal warpgroup indices and regs (constant expressions of the
   // specialization constants, `2 .. 1 + BV / 64`): folded into the ints
   // above by sema; null for a literal.
