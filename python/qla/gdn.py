@@ -6,7 +6,8 @@ libqla.so's C ABI (kernels/gdn/include/qla/gdn_c.h).
 
 Same arguments and results as FLA's ``chunk_gated_delta_rule``. The forward
 never synchronizes with the host except to check ``cu_seqlens`` (a copy to
-the host, skipped while a CUDA graph is being captured), and it may be
+the host, once per tensor object and version, skipped while a CUDA graph is
+being captured), and it may be
 captured in a CUDA graph once its kernels are compiled and loaded: call it
 once, or :func:`warmup`, before capturing. It is differentiable under
 torch.autograd: the backward (QLA's backward kernels, through the C ABI's
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import weakref
 
 from . import QlaError, _load, library_path
 from . import _ctensor
@@ -130,6 +132,37 @@ def _lib():
     return lib
 
 
+# cu_seqlens' host copies, for validation: id(tensor) -> (weak reference,
+# the tensor's version counter, the int64 host copy). A device tensor is
+# copied (which waits for the device's queue) once per tensor object and
+# version: the other layers of a model and the backward, given the same
+# unmodified tensor, do not synchronize. An in-place change through torch
+# bumps the version and is validated again; a write that bypasses torch's
+# version counter is not seen (as in FLA's per-tensor cache).
+_cu_host_cache = {}
+_cu_host_copies = 0  # device-to-host copies made (tests)
+
+
+def _host_offsets(cu):
+    import torch
+
+    global _cu_host_copies
+    key = id(cu)
+    hit = _cu_host_cache.get(key)
+    if hit is not None and hit[0]() is cu and hit[1] == cu._version:
+        return hit[2]
+    host = cu.to("cpu", torch.int64).contiguous()  # synchronizes
+    _cu_host_copies += 1
+
+    def drop(ref, key=key):
+        e = _cu_host_cache.get(key)
+        if e is not None and e[0] is ref:
+            del _cu_host_cache[key]
+
+    _cu_host_cache[key] = (weakref.ref(cu, drop), cu._version, host)
+    return host
+
+
 def _inputs(q, k, v, g, beta, initial_state, cu_seqlens):
     """Checks what the C layer cannot (torch tensors on one CUDA device),
     copies views the kernels cannot read, and gives cu_seqlens on the device
@@ -162,7 +195,7 @@ def _inputs(q, k, v, g, beta, initial_state, cu_seqlens):
         if not cu_seqlens.is_contiguous():
             cu_seqlens = cu_seqlens.contiguous()
         if cu_host is None and not capturing:
-            cu_host = cu_seqlens.to("cpu", torch.int64).contiguous()  # synchronizes
+            cu_host = _host_offsets(cu_seqlens)
     for name, t in (("q", q), ("v", v)):
         if t.dim() != 4:
             hv = "Hqk, K" if name == "q" else "Hv, V"

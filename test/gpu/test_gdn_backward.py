@@ -270,6 +270,39 @@ def run_checkpoints(fn, gen):
                   f"call's; gradients within the bars")
 
 
+def run_cu_host_cache(fn, gen):
+    """cu_seqlens is copied to the host (a synchronizing copy, for its
+    validation) once per tensor object and version: a second forward and the
+    backward with the same tensor copy nothing; an in-place change is seen
+    (validated again: a decreasing offset is refused, naming cu_seqlens)."""
+    from qla import gdn
+    case = dict(lens=[100, 1, 300], Hqk=2, Hv=4, K=128, V=128, dtype="bf16", h0=True, dht=True, B=1)
+    inp, do, dht = make_case_inputs(case, gen)
+    cu = inp["cu_seqlens"].clone()
+    args = lambda x: (x["q"], x["k"], x["v"], x["g"], x["beta"])  # noqa: E731
+    n0 = gdn._cu_host_copies
+    with torch.no_grad():
+        fn(*args(inp), initial_state=inp["initial_state"], output_final_state=True, cu_seqlens=cu)
+        fn(*args(inp), initial_state=inp["initial_state"], output_final_state=True, cu_seqlens=cu)
+    leaves = {n: inp[n].detach().clone().requires_grad_() for n in ("q", "k", "v", "g", "beta")}
+    o, ht = fn(*args(leaves), initial_state=inp["initial_state"], output_final_state=True, cu_seqlens=cu)
+    torch.autograd.backward([o, ht], [do, dht])
+    torch.cuda.synchronize()
+    copies = gdn._cu_host_copies - n0
+    if copies != 1:
+        return False, f"{copies} host copies of cu_seqlens for 3 forwards and a backward (expected 1)"
+    with torch.no_grad():
+        cu[1] = cu[2] + 1  # offsets no longer non-decreasing
+    try:
+        with torch.no_grad():
+            fn(*args(inp), initial_state=inp["initial_state"], output_final_state=True, cu_seqlens=cu)
+        return False, "an in-place change of cu_seqlens to bad offsets was not refused"
+    except Exception as e:  # noqa: BLE001
+        if "cu_seqlens" not in str(e):
+            return False, f"the refusal does not name cu_seqlens: {e}"
+    return True, "one host copy for 3 forwards and a backward; an in-place change validated again"
+
+
 def bad_inputs(fn):
     """(name, thunk, keywords): bad gradient inputs raise, naming the problem."""
     from qla import gdn
@@ -376,7 +409,8 @@ def main():
     print("\nrepeatability and CUDA graphs")
     for name, thunk in (("100 repeated backward calls", lambda: run_repeat(fn, gen)),
                         ("forward + backward in one CUDA graph vs eager", lambda: run_graph(fn, gen)),
-                        ("training mode: the forward's checkpoints", lambda: run_checkpoints(fn, gen))):
+                        ("training mode: the forward's checkpoints", lambda: run_checkpoints(fn, gen)),
+                        ("cu_seqlens copied to the host once per tensor", lambda: run_cu_host_cache(fn, gen))):
         try:
             ok, what = thunk()
             what = what if isinstance(what, str) else f"worst rms rel {what:.1e} (bar 1e-6)"
