@@ -393,8 +393,10 @@ void Emitter::findWgStaging() {
     const int64_t n = role.getWgEnd() - role.getWgBegin() + 1;
     if (n < 2) continue;
     auto shape = cast<SharedType>(tile.getType()).getShape();
+    if (shape.size() != 2 || shape[1] % n) continue;
+    const int64_t m = shape[1] / n;  // each warpgroup's tile columns
     int64_t writers = 0, blockCols = 0;
-    bool ok = shape.size() == 2;
+    bool ok = true;
     for (Operation *u : tile.getUsers()) {
       if (!ok) break;
       if (u->getParentOfType<WarpgroupsOp>() != role) {
@@ -402,11 +404,10 @@ void Emitter::findWgStaging() {
       } else if (auto c = dyn_cast<CopyOp>(u); c && c.getDst() == tile) {
         auto f = dyn_cast<FragType>(c.getSrc().getType());
         ok = f && c.getTranspose() && f.getLayout() == FragType::Acc && int64_t(f.getWarpgroups()) == n &&
-             f.getShape()[0] == shape[1] && f.getShape()[0] % n == 0;
+             f.getShape()[0] == shape[1];
         if (!ok) break;
         // Warpgroup w holds exactly rows [w M/n, (w + 1) M/n) (FragLayout).
         const FragLayout lay = FragLayout::of(f);
-        const int64_t m = f.getShape()[0] / n;
         for (int64_t w = 0; w < n && ok; ++w)
           for (int64_t warp = 0; warp < 4 && ok; ++warp)
             for (int64_t lane = 0; lane < 32 && ok; ++lane)
@@ -423,7 +424,6 @@ void Emitter::findWgStaging() {
         ok = false;
       }
     }
-    const int64_t m = shape.size() == 2 ? shape[1] / n : 0;
     if (ok && writers > 0 && blockCols > 0 && m % blockCols == 0) wgStaging_[tile] = m / blockCols;
   }
 }

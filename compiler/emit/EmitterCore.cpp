@@ -729,8 +729,7 @@ LogicalResult Emitter::emitKernel() {
   // Named barriers: the roles' 1 .. R, then one per warpgroup for staging
   // tiles, then one per warpgroup for turns (bar.sync has 16, 0 being
   // __syncthreads).
-  int64_t roles = 0;
-  for (auto w : fn_.getOps<WarpgroupsOp>()) (void)w, ++roles;
+  const int64_t roles = std::distance(fn_.getOps<WarpgroupsOp>().begin(), fn_.getOps<WarpgroupsOp>().end());
   const int64_t wgs = (threads + 127) / 128;
   wgBarrierBase_ = roles + 1;
   turnBarrierBase_ = wgBarrierBase_ + wgs;

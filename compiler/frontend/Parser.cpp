@@ -499,7 +499,7 @@ class Parser {
         number("after 'regs'", s->regs, s->regsLoc, s->regsExpr);
       } else if (!s->turns && cur().kind == Tok::Ident && cur().text == "turns") {
         s->turns = true;
-        s->turnsLoc = take().loc;
+        take();
       } else {
         fail(cur().loc, std::string("expected ") + (regs ? "" : "'regs'") + (!regs && !s->turns ? " or " : "") +
                             (s->turns ? "" : "'turns'") + " after ',', found " + found());

@@ -709,7 +709,6 @@ struct RoleStmt : Stmt {
   // (warpgroup 0's first, then 1's, ...), so that one's products run while
   // the others compute on CUDA cores; the compiler derives the hand-offs.
   bool turns = false;
-  SourceLoc turnsLoc;
   // Non-literal warpgroup indices and regs (constant expressions of the
   // specialization constants, `2 .. 1 + BV / 64`): folded into the ints
   // above by sema; null for a literal.
