@@ -132,7 +132,8 @@ def _lib():
     return lib
 
 
-# cu_seqlens' host copies, for validation: id(tensor) -> (weak reference,
+# cu_seqlens' host copies, to validate and to plan from the sequences'
+# lengths (the cost model's split and V slice): id(tensor) -> (weak reference,
 # the tensor's version counter, the int64 host copy). A device tensor is
 # copied (which waits for the device's queue) once per tensor object and
 # version: the other layers of a model and the backward, given the same
@@ -143,14 +144,21 @@ _cu_host_cache = {}
 _cu_host_copies = 0  # device-to-host copies made (tests)
 
 
+def _cached_host_offsets(cu):
+    hit = _cu_host_cache.get(id(cu))
+    if hit is not None and hit[0]() is cu and hit[1] == cu._version:
+        return hit[2]
+    return None
+
+
 def _host_offsets(cu):
     import torch
 
     global _cu_host_copies
+    hit = _cached_host_offsets(cu)
+    if hit is not None:
+        return hit
     key = id(cu)
-    hit = _cu_host_cache.get(key)
-    if hit is not None and hit[0]() is cu and hit[1] == cu._version:
-        return hit[2]
     host = cu.to("cpu", torch.int64).contiguous()  # synchronizes
     _cu_host_copies += 1
 
@@ -194,8 +202,11 @@ def _inputs(q, k, v, g, beta, initial_state, cu_seqlens):
             raise QlaError(f"{_OP}cu_seqlens is on {cu_seqlens.device} but q is on {dev}")
         if not cu_seqlens.is_contiguous():
             cu_seqlens = cu_seqlens.contiguous()
-        if cu_host is None and not capturing:
-            cu_host = _host_offsets(cu_seqlens)
+        if cu_host is None:
+            # While a graph is being captured only a copy made earlier is
+            # used (no copy can be made then): the plan then matches the
+            # eager calls' (below).
+            cu_host = _cached_host_offsets(cu_seqlens) if capturing else _host_offsets(cu_seqlens)
     for name, t in (("q", q), ("v", v)):
         if t.dim() != 4:
             hv = "Hqk, K" if name == "q" else "Hv, V"

@@ -72,15 +72,14 @@ int64_t fusedBvFromEnvironment() {
 // segments' state transitions as hi + lo), NZ the schedule's segment ids;
 // on the fused path also TS [B, T, Hv, 64] (prepare's T per token, dtype)
 // and RK [B, T, Hv] f32 (1 / ‖k‖, with L2 normalization) for both passes.
-WorkspaceLayout addForwardRegions(op::WorkspacePlanner &ws, DType dtype, int64_t B, int64_t T, int64_t Hv,
-                                  int64_t K, int64_t V, int64_t numSequences, int64_t segmentChunks,
+WorkspaceLayout addForwardRegions(op::WorkspacePlanner &ws, DType dtype, const ForwardShape &s, int64_t segmentChunks,
                                   int fusedMode, bool l2norm) {
+  const int64_t B = s.B, T = s.T, Hv = s.Hv, K = s.K, V = s.V, numSequences = s.numSequences;
   const size_t eb = size_t(dtypeBytes(dtype));
   WorkspaceLayout l;
   MachineModel m;
   m.sms = deviceSmCount();
-  l.schedule = forwardSchedule(ForwardShape{B, T, Hv, K, V, numSequences}, m, segmentChunks, fusedMode,
-                               fusedBvFromEnvironment());
+  l.schedule = forwardSchedule(s, m, segmentChunks, fusedMode, fusedBvFromEnvironment());
   l.gcSlots = ((T + kChunk - 1) / kChunk + std::max<int64_t>(numSequences - 1, 0)) * kChunk;
   // The fused path does its chunk-local work in registers: no W, U, GC.
   if (!l.schedule.fused) {
@@ -103,12 +102,10 @@ WorkspaceLayout addForwardRegions(op::WorkspacePlanner &ws, DType dtype, int64_t
 }
 
 // The forward's workspace: its regions, then the dummy (op::WorkspacePlanner).
-WorkspaceLayout workspaceLayout(DType dtype, int64_t B, int64_t T, int64_t Hv, int64_t K, int64_t V,
-                                int64_t numSequences, int64_t segmentChunks, int fusedMode = -1,
+WorkspaceLayout workspaceLayout(DType dtype, const ForwardShape &s, int64_t segmentChunks, int fusedMode = -1,
                                 bool l2norm = false) {
   op::WorkspacePlanner ws;
-  WorkspaceLayout l =
-      addForwardRegions(ws, dtype, B, T, Hv, K, V, numSequences, segmentChunks, fusedMode, l2norm);
+  WorkspaceLayout l = addForwardRegions(ws, dtype, s, segmentChunks, fusedMode, l2norm);
   l.dummy = ws.addDummy();
   l.total = ws.total();
   return l;
@@ -260,14 +257,14 @@ int fusedMode(const ForwardParams &p) {
 
 // The sizes the cost model plans from (p validated).
 ForwardShape shapeOf(const ForwardParams &p) {
-  return ForwardShape{p.q.shape[0], p.q.shape[1], p.v.shape[2], p.q.shape[3], p.v.shape[3],
-                      p.cu_seqlens ? p.cu_seqlens->shape[0] - 1 : 0};
+  ForwardShape s{p.q.shape[0], p.q.shape[1], p.v.shape[2], p.q.shape[3], p.v.shape[3],
+                 p.cu_seqlens ? p.cu_seqlens->shape[0] - 1 : 0};
+  if (p.cu_seqlens) setSequenceChunks(s, p.cu_seqlens_host);
+  return s;
 }
 
 WorkspaceLayout layoutOf(const ForwardParams &p) {
-  const ForwardShape s = shapeOf(p);
-  return workspaceLayout(p.q.dtype, s.B, s.T, s.Hv, s.K, s.V, s.numSequences, p.segment_chunks, fusedMode(p),
-                         p.use_qk_l2norm);
+  return workspaceLayout(p.q.dtype, shapeOf(p), p.segment_chunks, fusedMode(p), p.use_qk_l2norm);
 }
 
 // p validated.
@@ -556,7 +553,7 @@ size_t forwardWorkspaceBytes(DType dtype, int64_t B, int64_t T, int64_t Hv, int6
   if (segmentChunks < -1)
     fail("forwardWorkspaceBytes: segmentChunks = " + std::to_string(segmentChunks) +
          " (0: the cost model, -1: never split, n > 0: segments of n chunks)");
-  return workspaceLayout(dtype, B, T, Hv, K, V, numSequences, segmentChunks).total;
+  return workspaceLayout(dtype, ForwardShape{B, T, Hv, K, V, numSequences}, segmentChunks).total;
 }
 
 size_t forwardWorkspaceBytes(const ForwardParams &p) {

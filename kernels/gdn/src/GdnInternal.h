@@ -64,8 +64,7 @@ struct WorkspaceLayout {
 // W, U, GC (then HS, LS, PH, PL with a split, and TS, RK on the fused path)
 // added to `ws`; dummy and total unset. fusedMode: as forwardSchedule's (-1:
 // the two-kernel path, as the backward's recompute runs it).
-WorkspaceLayout addForwardRegions(op::WorkspacePlanner &ws, DType dtype, int64_t B, int64_t T, int64_t Hv,
-                                  int64_t K, int64_t V, int64_t numSequences, int64_t segmentChunks,
+WorkspaceLayout addForwardRegions(op::WorkspacePlanner &ws, DType dtype, const ForwardShape &s, int64_t segmentChunks,
                                   int fusedMode = -1, bool l2norm = false);
 
 // The kernels of kernels/gdn, compiled once per specialization and process.

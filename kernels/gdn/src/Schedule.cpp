@@ -29,6 +29,16 @@ double passUs(int64_t units, int64_t chunks, double alone, double pair, const Ma
 
 }  // namespace
 
+void setSequenceChunks(ForwardShape &s, const int64_t *cuHost) {
+  s.longestChunks = s.sumChunks = 0;
+  if (!cuHost || s.numSequences < 1) return;
+  for (int64_t n = 0; n < s.numSequences; ++n) {
+    const int64_t c = cdiv(std::max<int64_t>(cuHost[n + 1] - cuHost[n], 0), kChunk);
+    s.longestChunks = std::max(s.longestChunks, c);
+    s.sumChunks += c;
+  }
+}
+
 int64_t segmentIds(const ForwardShape &s, int64_t segChunks) {
   const int64_t chunks = cdiv(s.T, kChunk);
   // Varlen: segment j of sequence n has id n + (bos / C + n) / ls + j, below
@@ -63,7 +73,12 @@ Schedule computeSchedule(const ForwardShape &s, const MachineModel &m, int64_t f
     double best = 0;
   };
   std::vector<Scenario> scen;
-  if (s.numSequences > 1) {
+  if (s.numSequences > 1 && s.longestChunks > 0) {
+    // The lengths are known: as many sequences of the longest one's length
+    // as hold every chunk (exact for equal lengths; a mix is planned as if
+    // its shorter sequences were as long, which weighs against a split).
+    scen.push_back({cdiv(std::max(s.sumChunks, s.longestChunks), s.longestChunks), s.longestChunks});
+  } else if (s.numSequences > 1) {
     scen.push_back({N, std::max<int64_t>(1, cdiv(s.T, kChunk * N))});
     scen.push_back({1, total});
   } else {
@@ -203,6 +218,7 @@ Schedule computeSchedule(const ForwardShape &s, const MachineModel &m, int64_t f
 std::vector<double> scheduleKey(const ForwardShape &s, const MachineModel &m, int64_t force, int fusedMode,
                                 int64_t forceBv) {
   return {double(s.B), double(s.T), double(s.Hv), double(s.K), double(s.V), double(s.numSequences),
+          double(s.longestChunks), double(s.sumChunks),
           double(force), double(fusedMode), double(forceBv), double(m.sms), double(m.resident),
           m.pass2AloneUs, m.pass2PairUs, m.pass1AloneUs, m.pass1PairUs, m.waveStartUs, m.mergeStepUs,
           m.launchUs, m.fusedChunkUs, m.fusedHeadChunkUs, m.tmatChunkHeadUs, m.fusedPass1AloneUs,
@@ -259,6 +275,10 @@ std::string describeSchedule(const ForwardShape &s, const Schedule &sch) {
                 (long long)s.Hv, (long long)s.K, (long long)s.V,
                 (long long)(s.numSequences > 0 ? s.numSequences : s.B));
   std::string d = head;
+  if (s.numSequences > 1)
+    d += s.longestChunks > 0 ? "lengths known (longest " + std::to_string(s.longestChunks) + " of " +
+                                   std::to_string(s.sumChunks) + " chunks), "
+                             : "lengths unknown, ";
   if (sch.fused) {
     d += "fused kernel, ";
     d += sch.fusedBv >= s.V ? "whole heads (BV=" + std::to_string(sch.fusedBv) + ")"

@@ -18,7 +18,17 @@ constexpr int64_t kNoSplit = int64_t(1) << 30;
 struct ForwardShape {
   int64_t B = 1, T = 1, Hv = 1, K = 128, V = 128;
   int64_t numSequences = 0;  // N with cu_seqlens (B = 1), 0 without
+  // With cu_seqlens and its host copy (ForwardParams::cu_seqlens_host), the
+  // sequences' lengths in chunks: the longest one's and their sum (0:
+  // unknown, as under CUDA graph capture without a copy). Then the model
+  // plans for these lengths; without them it hedges between N equal
+  // sequences and one that holds every token. Either plan is exact for any
+  // lengths: the device cuts each sequence by the chosen segment length.
+  int64_t longestChunks = 0, sumChunks = 0;
 };
+
+// The lengths cu_seqlens' host copy gives (N + 1 offsets), for ForwardShape.
+void setSequenceChunks(ForwardShape &s, const int64_t *cuHost);
 
 struct Schedule {
   int64_t segChunks = kNoSplit;  // segment length in chunks
@@ -86,9 +96,10 @@ struct MachineModel {
 // path takes its own segment length (its pass 1, merge and pass 2 against
 // its unsplit time), unless `force` sets it.
 // `fusedBv`: 0 lets the model pick the fused kernel's V slice; 64 or V force it.
-// Memoized per process on every input (the shape, force, fusedMode, fusedBv
-// and each constant of `m`): one evaluation takes about 27 µs, and a training
-// step asks for the same schedules several times.
+// Memoized per process on every input (the shape with its sequences'
+// lengths, force, fusedMode, fusedBv and each constant of `m`): one
+// evaluation takes about 27 µs, and a training step asks for the same
+// schedules several times.
 Schedule forwardSchedule(const ForwardShape &s, const MachineModel &m, int64_t force = 0, int fusedMode = -1,
                          int64_t fusedBv = 0);
 

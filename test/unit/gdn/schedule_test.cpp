@@ -153,6 +153,52 @@ TEST_CASE("GDN schedule: the fused kernel where its CTAs fill the machine", "[gd
   CHECK_FALSE(qla::gdn::forwardSchedule(shape(2, 1000, 64), m, 3, -1).fused);
 }
 
+TEST_CASE("GDN schedule: varlen with known lengths plans for them, not for the worst case", "[gdn][schedule]") {
+  // Measured on the H200, 2026-12-03 (thirteenth session, bench/gdn_context_parallel.py
+  // on FlashQLA's inputs; bench/results/gdn_forward_known_lengths_h200_2026-12-03_s13.log):
+  // without the lengths the model hedges against one sequence holding every
+  // token and splits; 8 sequences of 1024 tokens at 4/16 then took 0.088 ms,
+  // unsplit 0.063; 4 of 8192 at 8/32 0.458 against 0.413. 4 of 8192 at 2/8
+  // (32 CTAs of whole heads would idle most SMs) is faster split (0.243 ms,
+  // unsplit 0.313).
+  MachineModel m;
+  auto lengths = [](ForwardShape s, std::vector<int64_t> lens) {
+    std::vector<int64_t> cu = {0};
+    for (int64_t l : lens) cu.push_back(cu.back() + l);
+    s.T = cu.back();
+    s.numSequences = int64_t(lens.size());
+    qla::gdn::setSequenceChunks(s, cu.data());
+    return s;
+  };
+  const ForwardShape e8 = lengths(shape(1, 0, 16), std::vector<int64_t>(8, 1024));
+  CHECK(e8.longestChunks == 16);
+  CHECK(e8.sumChunks == 128);
+  CHECK(qla::gdn::forwardSchedule(shape(1, 8192, 16, 8), m, 0, 0).split);  // hedged
+  Schedule a = qla::gdn::forwardSchedule(e8, m, 0, 0);
+  CHECK(a.fused);
+  CHECK_FALSE(a.split);
+  CHECK(a.fusedUs == Approx(63).epsilon(0.1));
+  CHECK(qla::gdn::describeSchedule(e8, a).find("lengths known (longest 16 of 128 chunks)") != std::string::npos);
+  CHECK(qla::gdn::describeSchedule(shape(1, 8192, 16, 8), a).find("lengths unknown") != std::string::npos);
+  CHECK_FALSE(qla::gdn::forwardSchedule(lengths(shape(1, 0, 32), std::vector<int64_t>(4, 8192)), m, 0, 0).split);
+  CHECK(qla::gdn::forwardSchedule(lengths(shape(1, 0, 8), std::vector<int64_t>(4, 8192)), m, 0, 0).split);
+  // One long sequence among short ones still splits; its segments are planned
+  // from its length.
+  Schedule mix = qla::gdn::forwardSchedule(lengths(shape(1, 0, 16), {28672, 4096}), m, 0, 0);
+  CHECK(mix.split);
+  CHECK(mix.segChunks < 448);
+  // Empty sequences count for nothing; no host copy leaves the lengths unknown.
+  const ForwardShape z = lengths(shape(1, 0, 8), {0, 100, 0, 64});
+  CHECK(z.longestChunks == 2);
+  CHECK(z.sumChunks == 3);
+  ForwardShape u = shape(1, 164, 8, 4);
+  qla::gdn::setSequenceChunks(u, nullptr);
+  CHECK(u.longestChunks == 0);
+  // The memo tells the two apart.
+  CHECK(qla::gdn::forwardSchedule(shape(1, 8192, 16, 8), m, 0, 0).split);
+  CHECK_FALSE(qla::gdn::forwardSchedule(e8, m, 0, 0).split);
+}
+
 TEST_CASE("GDN schedule: forcing a segment length", "[gdn][schedule]") {
   MachineModel m;
   Schedule s = qla::gdn::forwardSchedule(shape(2, 1000, 64), m, 3);
@@ -208,7 +254,7 @@ TEST_CASE("GDN schedule: the log line names the path, the slice, the split and t
   ForwardShape v = shape(1, 32768, 64, 4);
   Schedule b = qla::gdn::forwardSchedule(v, m, 0, 1, 64);
   REQUIRE(b.fusedBv == 64);
-  CHECK(qla::gdn::describeSchedule(v, b).find("N=4: fused kernel, 64-wide V slices, no split; model ") != std::string::npos);
+  CHECK(qla::gdn::describeSchedule(v, b).find("N=4: lengths unknown, fused kernel, 64-wide V slices, no split; model ") != std::string::npos);
   // The two-kernel path, forced.
   Schedule t = qla::gdn::forwardSchedule(s, m, -1, -1);
   const std::string dt = qla::gdn::describeSchedule(s, t);
