@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -31,12 +32,16 @@ double passUs(int64_t units, int64_t chunks, double alone, double pair, const Ma
 
 void setSequenceChunks(ForwardShape &s, const int64_t *cuHost) {
   s.longestChunks = s.sumChunks = 0;
+  s.lengths.clear();
   if (!cuHost || s.numSequences < 1) return;
+  std::map<int64_t, int64_t, std::greater<>> count;
   for (int64_t n = 0; n < s.numSequences; ++n) {
     const int64_t c = cdiv(std::max<int64_t>(cuHost[n + 1] - cuHost[n], 0), kChunk);
     s.longestChunks = std::max(s.longestChunks, c);
     s.sumChunks += c;
+    if (c > 0) ++count[c];
   }
+  s.lengths.assign(count.begin(), count.end());
 }
 
 int64_t segmentIds(const ForwardShape &s, int64_t segChunks) {
@@ -68,16 +73,17 @@ Schedule computeSchedule(const ForwardShape &s, const MachineModel &m, int64_t f
   // the chosen length), so the model weighs two extremes, N equal sequences
   // and one sequence holding (nearly) every token, and takes the segment
   // length whose worse ratio to that scenario's best is smallest.
+  // With known lengths the scenario is the batch itself: `lens` holds its
+  // sequences (chunks, how many), and seqs x chunks stands in for it where
+  // the model takes equal sequences (the two-kernel path: as many of the
+  // longest one's length as hold every chunk).
   struct Scenario {
     int64_t seqs, chunks;
-    double best = 0;
+    std::vector<std::pair<int64_t, int64_t>> lens;
   };
   std::vector<Scenario> scen;
   if (s.numSequences > 1 && s.longestChunks > 0) {
-    // The lengths are known: as many sequences of the longest one's length
-    // as hold every chunk (exact for equal lengths; a mix is planned as if
-    // its shorter sequences were as long, which weighs against a split).
-    scen.push_back({cdiv(std::max(s.sumChunks, s.longestChunks), s.longestChunks), s.longestChunks});
+    scen.push_back({cdiv(std::max(s.sumChunks, s.longestChunks), s.longestChunks), s.longestChunks, s.lengths});
   } else if (s.numSequences > 1) {
     scen.push_back({N, std::max<int64_t>(1, cdiv(s.T, kChunk * N))});
     scen.push_back({1, total});
@@ -103,7 +109,45 @@ Schedule computeSchedule(const ForwardShape &s, const MachineModel &m, int64_t f
   // (reading that T rather than inverting: fusedTStepScale). A split
   // schedule launches its three extra kernels also where a scenario's
   // sequences are too short to be cut.
+  // With known lengths, pass 2's CTAs differ in length (a sequence's last
+  // segment holds the rest, and sequences differ): its time is the larger of
+  // the waves of the long CTAs (over half the longest one's time), each as
+  // long as the longest, and all the CTAs' time spread over the SMs.
+  auto fusedLensUs = [&](const Scenario &c, int64_t ls, int64_t bv) {
+    const int64_t hs = s.Hv * cdiv(s.V, bv), nk = cdiv(std::max(s.K, s.V), 64);
+    const double step = bv < s.V ? m.fusedChunkUs : m.fusedHeadChunkUs;
+    auto stepOf = [&](int64_t ns) { return ns > 1 ? step * m.fusedTStepScale : step; };
+    double dmax = 0;
+    for (const auto &[ch, k] : c.lens) dmax = std::max(dmax, double(std::min(ch, ls)) * stepOf(cdiv(ch, ls)));
+    double work = 0;
+    int64_t big = 0, segs = 0, cutChunks = 0, units1 = 0, chain = 0;
+    for (const auto &[ch, k] : c.lens) {
+      const int64_t ns = cdiv(ch, ls), last = ch - (ns - 1) * ls;
+      const double st = stepOf(ns);
+      work += double(k * ch) * st;
+      big += k * ((ns - 1) + (2 * double(last) * st > dmax ? 1 : 0));
+      segs += k * ns;
+      if (ns > 1) {
+        cutChunks += k * ch;
+        units1 += k * (ns - 1);
+        chain = std::max(chain, ns - 2);
+      }
+    }
+    const double pass2 = std::max(double(cdiv(hs * big, m.sms)) * (dmax + m.waveStartUs),
+                                  double(hs) * work / double(m.sms) + m.waveStartUs);
+    if (ls == kNoSplit) return pass2;
+    const int64_t ids = segmentIds(s, ls);
+    const int64_t tmatCtas = (s.B * total + std::max<int64_t>(s.numSequences - 1, 0)) * s.Hv;
+    const int64_t emptyIds = std::max<int64_t>(ids - segs, 0) * hs;
+    const double empty = m.emptyWaveUs * double(cdiv(tmatCtas, 6 * m.sms) + cdiv(ids * s.Hv * nk, 2 * m.sms) +
+                                                cdiv(emptyIds, m.sms));
+    if (units1 == 0) return pass2 + 3 * m.launchUs + empty;
+    const double tmat = double(cutChunks * s.Hv) * m.tmatChunkHeadUs / double(m.sms);
+    const double pass1 = passUs(s.Hv * units1 * nk, ls, m.fusedPass1AloneUs, m.fusedPass1PairUs, m);
+    return tmat + pass1 + m.mergeStepUs * double(chain) + 3 * m.launchUs + pass2 + empty;
+  };
   auto fusedUs = [&](const Scenario &c, int64_t ls, int64_t bv) {
+    if (!c.lens.empty()) return fusedLensUs(c, ls, bv);
     const int64_t heads = c.seqs * s.Hv, ns = cdiv(c.chunks, ls);
     const double step = bv < s.V ? m.fusedChunkUs : m.fusedHeadChunkUs;
     const double whole = double(cdiv(heads * cdiv(s.V, bv), m.sms)) * (double(c.chunks) * step + m.waveStartUs);
@@ -218,11 +262,21 @@ Schedule computeSchedule(const ForwardShape &s, const MachineModel &m, int64_t f
 std::vector<double> scheduleKey(const ForwardShape &s, const MachineModel &m, int64_t force, int fusedMode,
                                 int64_t forceBv) {
   return {double(s.B), double(s.T), double(s.Hv), double(s.K), double(s.V), double(s.numSequences),
-          double(s.longestChunks), double(s.sumChunks),
+          double(s.longestChunks), double(s.sumChunks), double(s.lengths.size()),
           double(force), double(fusedMode), double(forceBv), double(m.sms), double(m.resident),
           m.pass2AloneUs, m.pass2PairUs, m.pass1AloneUs, m.pass1PairUs, m.waveStartUs, m.mergeStepUs,
           m.launchUs, m.fusedChunkUs, m.fusedHeadChunkUs, m.tmatChunkHeadUs, m.fusedPass1AloneUs,
           m.fusedPass1PairUs, m.emptyWaveUs, m.fusedTStepScale, m.prepareChunkHeadUs};
+}
+
+std::vector<double> scheduleKeyWithLengths(const ForwardShape &s, const MachineModel &m, int64_t force,
+                                           int fusedMode, int64_t forceBv) {
+  std::vector<double> k = scheduleKey(s, m, force, fusedMode, forceBv);
+  for (const auto &[ch, n] : s.lengths) {
+    k.push_back(double(ch));
+    k.push_back(double(n));
+  }
+  return k;
 }
 
 }  // namespace
@@ -236,7 +290,7 @@ Schedule forwardSchedule(const ForwardShape &s, const MachineModel &m, int64_t f
                          int64_t forceBv) {
   static std::mutex mu;
   static std::map<std::vector<double>, Schedule> memo;
-  std::vector<double> key = scheduleKey(s, m, force, fusedMode, forceBv);
+  std::vector<double> key = scheduleKeyWithLengths(s, m, force, fusedMode, forceBv);
   {
     std::lock_guard<std::mutex> lock(mu);
     auto it = memo.find(key);

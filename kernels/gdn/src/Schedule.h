@@ -6,6 +6,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace qla::gdn {
 
@@ -25,6 +27,7 @@ struct ForwardShape {
   // sequences and one that holds every token. Either plan is exact for any
   // lengths: the device cuts each sequence by the chosen segment length.
   int64_t longestChunks = 0, sumChunks = 0;
+  std::vector<std::pair<int64_t, int64_t>> lengths;  // (chunks, how many sequences), longest first; none empty
 };
 
 // The lengths cu_seqlens' host copy gives (N + 1 offsets), for ForwardShape.
