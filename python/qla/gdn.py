@@ -6,8 +6,9 @@ libqla.so's C ABI (kernels/gdn/include/qla/gdn_c.h).
 
 Same arguments and results as FLA's ``chunk_gated_delta_rule``. The forward
 never synchronizes with the host except to check ``cu_seqlens`` (a copy to
-the host, once per tensor object and version, skipped while a CUDA graph is
-being captured), and it may be
+the host, once per tensor object and version, never made while a CUDA graph
+is being captured: a copy made before is used then; the cost model also
+plans for the lengths it gives), and it may be
 captured in a CUDA graph once its kernels are compiled and loaded: call it
 once, or :func:`warmup`, before capturing. It is differentiable under
 torch.autograd: the backward (QLA's backward kernels, through the C ABI's

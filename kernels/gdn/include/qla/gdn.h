@@ -64,8 +64,10 @@ struct ForwardParams {
   std::optional<TensorRef> cu_seqlens;     // [N + 1] int32/int64 offsets; requires B = 1
   double scale = std::numeric_limits<double>::quiet_NaN();  // NaN: K^-0.5
   bool use_qk_l2norm = false;
-  // Optional host copy of cu_seqlens (N + 1 values), used only to validate
-  // (starts at 0, non-decreasing, ends at T). Leave null under graph capture.
+  // Optional host copy of cu_seqlens (N + 1 values): validated (starts at 0,
+  // non-decreasing, ends at T), and the cost model plans the split and the V
+  // slice for these lengths (without it: for the worst case of the total).
+  // Any plan is exact for any lengths the device then finds.
   const int64_t *cu_seqlens_host = nullptr;
   CUstream stream = nullptr;
   // Context parallelism: 0 lets the cost model choose whether to cut long
@@ -96,8 +98,11 @@ void validateForward(const ForwardParams &p);
 // dtype, GC [B,Hv,S] f32 (the chunk-local gate sums in S = 64 (cdiv(T, 64) +
 // N - 1) slots; N = numSequences with cu_seqlens, else 1), each 256-byte
 // aligned, plus 256 bytes standing in for absent optional tensors. The first
-// form validates `p` first (throws Error). numSequences: len(cu_seqlens) - 1
-// with cu_seqlens (then B = 1), 0 without.
+// form validates `p` first (throws Error) and sizes the plan forward(p) runs
+// (its path, and with cu_seqlens_host the plan for those lengths): give
+// forward the same p. The second sizes the two-kernel path planned from the
+// shapes alone. numSequences: len(cu_seqlens) - 1 with cu_seqlens (then
+// B = 1), 0 without.
 size_t forwardWorkspaceBytes(const ForwardParams &p);
 size_t forwardWorkspaceBytes(DType dtype, int64_t B, int64_t T, int64_t Hv, int64_t K, int64_t V,
                              int64_t numSequences = 0, int64_t segmentChunks = 0);

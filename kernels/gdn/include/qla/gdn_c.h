@@ -46,7 +46,7 @@ typedef struct qla_gdn_forward_args {
   qla_gdn_tensor initial_state; /* optional [N, Hv, K, V] f32 */
   qla_gdn_tensor final_state;   /* optional out [N, Hv, K, V] f32 */
   qla_gdn_tensor cu_seqlens;    /* optional [N + 1] i32/i64, requires B = 1 */
-  const int64_t *cu_seqlens_host; /* optional host copy (cu_seqlens.shape[0] values), to validate */
+  const int64_t *cu_seqlens_host; /* optional host copy (cu_seqlens.shape[0] values): validated, and planned for */
   void *stream;               /* CUstream / cudaStream_t; NULL: the default stream */
   int64_t segment_chunks;     /* context parallelism: 0 the cost model, -1 never, n > 0 segments of n chunks */
   qla_gdn_tensor checkpoints; /* optional out, training mode (ABI 4): f32 of qla_gdn_forward_checkpoint_shape */
@@ -74,7 +74,7 @@ typedef struct qla_gdn_backward_args {
   qla_gdn_tensor q, k, v, g, beta; /* the forward's inputs */
   qla_gdn_tensor initial_state;    /* optional, as in the forward */
   qla_gdn_tensor cu_seqlens;       /* optional, as in the forward */
-  const int64_t *cu_seqlens_host;  /* optional host copy, to validate */
+  const int64_t *cu_seqlens_host;  /* optional host copy: validated, and planned for */
   void *stream;                    /* NULL: the default stream */
   int64_t segment_chunks;          /* as in the forward (the states' recompute) */
   qla_gdn_tensor dout;             /* [B, T, Hv, V], the input dtype: dL/do */
