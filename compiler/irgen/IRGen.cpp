@@ -594,6 +594,15 @@ LogicalResult IRGen::build(const fe::KernelDecl &k, ModuleOp module) {
   }
   genBlock(k.body);
   func::ReturnOp::create(b_, fn.getLoc());
+  // A channel whose puts and gets all sit in branches this specialization
+  // does not take (a constant condition, built one side only) is left out:
+  // no ring, no barriers. (Sema has rejected a channel the source never
+  // uses; one side taken without the other stays an error of the verifier.)
+  SmallVector<ChannelOp> unused;
+  fn.walk([&](ChannelOp c) {
+    if (c.getResult().use_empty()) unused.push_back(c);
+  });
+  for (ChannelOp c : unused) c.erase();
   return failed_ ? failure() : success();
 }
 
