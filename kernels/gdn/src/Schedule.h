@@ -27,7 +27,9 @@ struct ForwardShape {
   // sequences and one that holds every token. Either plan is exact for any
   // lengths: the device cuts each sequence by the chosen segment length.
   int64_t longestChunks = 0, sumChunks = 0;
-  std::vector<std::pair<int64_t, int64_t>> lengths;  // (chunks, how many sequences), longest first; none empty
+  // (chunks, how many sequences), longest first, empty sequences left out;
+  // past 32 distinct lengths rounded up to a grid (setSequenceChunks).
+  std::vector<std::pair<int64_t, int64_t>> lengths;
 };
 
 // The lengths cu_seqlens' host copy gives (N + 1 offsets), for ForwardShape.

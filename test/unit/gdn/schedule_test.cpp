@@ -4,6 +4,7 @@
 // below the count the workspace is sized for.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
@@ -197,6 +198,36 @@ TEST_CASE("GDN schedule: varlen with known lengths plans for them, not for the w
   // The memo tells the two apart.
   CHECK(qla::gdn::forwardSchedule(shape(1, 8192, 16, 8), m, 0, 0).split);
   CHECK_FALSE(qla::gdn::forwardSchedule(e8, m, 0, 0).split);
+  // Past 32 distinct lengths they are rounded up to a grid (1 .. 16 chunks,
+  // then steps of about 10%, at most the longest): the model's time per
+  // plan stays bounded for packed batches of thousands of sequences. The
+  // longest and the sum stay exact; no sequence is counted shorter.
+  std::vector<int64_t> many;
+  for (int64_t i = 1; i <= 3000; ++i) many.push_back(64 * (1 + (i * 37) % 500) - (i % 64));
+  const ForwardShape g = lengths(shape(1, 0, 32), many);
+  int64_t longest = 0, sum = 0, count = 0;
+  for (int64_t l : many) {
+    longest = std::max(longest, cdiv(l, 64));
+    sum += cdiv(l, 64);
+  }
+  CHECK(g.longestChunks == longest);
+  CHECK(g.sumChunks == sum);
+  CHECK(g.lengths.size() <= 50);
+  CHECK(g.lengths.front().first == longest);
+  for (size_t i = 0; i < g.lengths.size(); ++i) {
+    count += g.lengths[i].second;
+    if (i > 0) CHECK(g.lengths[i].first < g.lengths[i - 1].first);
+  }
+  CHECK(count == 3000);
+  // Rounded up: the grid's counts at or above any length cover the sequences at or above it.
+  for (int64_t c : {1, 17, 100, 250, 499}) {
+    int64_t atLeast = 0, gridAtLeast = 0;
+    for (int64_t l : many) atLeast += cdiv(l, 64) >= c;
+    for (const auto &[ch, k] : g.lengths) gridAtLeast += ch >= c ? k : 0;
+    CHECK(gridAtLeast >= atLeast);
+  }
+  const Schedule gs = qla::gdn::forwardSchedule(g, m, 0, 0);
+  CHECK(gs.fused);
 }
 
 TEST_CASE("GDN schedule: forcing a segment length", "[gdn][schedule]") {
