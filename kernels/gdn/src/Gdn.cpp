@@ -255,7 +255,6 @@ int fusedMode(const ForwardParams &p) {
   return 0;
 }
 
-// The sizes the cost model plans from (p validated).
 ForwardShape shapeOf(const ForwardParams &p) {
   ForwardShape s{p.q.shape[0], p.q.shape[1], p.v.shape[2], p.q.shape[3], p.v.shape[3],
                  p.cu_seqlens ? p.cu_seqlens->shape[0] - 1 : 0};

@@ -52,22 +52,6 @@ int dhSliceOf(const BackwardParams &p, const Schedule &sch, int sms) {
   return (V / 32) * Hv * segs > sms ? 64 : 32;
 }
 
-// The sizes (and, with cu_seqlens' host copy, the sequences' lengths) the
-// backward's schedule plans from.
-ForwardShape backwardShape(const BackwardParams &p) {
-  ForwardShape s{p.q.shape[0], p.q.shape[1], p.v.shape[2], p.q.shape[3], p.v.shape[3],
-                 p.cu_seqlens ? p.cu_seqlens->shape[0] - 1 : 0};
-  if (p.cu_seqlens) setSequenceChunks(s, p.cu_seqlens_host);
-  return s;
-}
-
-// The backward's schedule (the recompute's split, also the dh kernel's).
-Schedule backwardSchedule(const BackwardParams &p, int sms) {
-  MachineModel m;
-  m.sms = sms;
-  return forwardSchedule(backwardShape(p), m, p.segment_chunks, -1);
-}
-
 ForwardParams forwardPart(const BackwardParams &p) {
   ForwardParams f;
   f.q = p.q;
@@ -84,6 +68,13 @@ ForwardParams forwardPart(const BackwardParams &p) {
   f.stream = p.stream;
   f.segment_chunks = p.segment_chunks;
   return f;
+}
+
+// The backward's schedule (the recompute's split, also the dh kernel's).
+Schedule backwardSchedule(const BackwardParams &p, int sms) {
+  MachineModel m;
+  m.sms = sms;
+  return forwardSchedule(shapeOf(forwardPart(p)), m, p.segment_chunks, -1);
 }
 
 // Every tensor argument (op::TensorView refers to p's shape vectors: p must
@@ -174,7 +165,7 @@ BackwardLayout layoutOf(const BackwardParams &p) {
   const size_t eb = size_t(dtypeBytes(p.q.dtype));
   op::WorkspacePlanner ws;
   BackwardLayout l;
-  l.fwd = addForwardRegions(ws, p.q.dtype, backwardShape(p), p.segment_chunks);
+  l.fwd = addForwardRegions(ws, p.q.dtype, shapeOf(forwardPart(p)), p.segment_chunks);
   const int64_t TC = l.fwd.gcSlots;
   const size_t nt = size_t(B * T * Hv);
   // State slots: chunk c of sequence n enters with slot bos / C + 2n + c

@@ -61,6 +61,10 @@ struct WorkspaceLayout {
   int64_t gcSlots = 0;                                 // GC's last dim: chunk slots × kChunk
   Schedule schedule;
 };
+// The sizes the cost model plans from, and with cu_seqlens' host copy the
+// sequences' lengths (p validated; the backward passes forwardPart of its own).
+ForwardShape shapeOf(const ForwardParams &p);
+
 // W, U, GC (then HS, LS, PH, PL with a split, and TS, RK on the fused path)
 // added to `ws`; dummy and total unset. fusedMode: as forwardSchedule's (-1:
 // the two-kernel path, as the backward's recompute runs it).

@@ -277,17 +277,12 @@ Schedule computeSchedule(const ForwardShape &s, const MachineModel &m, int64_t f
 // Every input of the model, for the memo below.
 std::vector<double> scheduleKey(const ForwardShape &s, const MachineModel &m, int64_t force, int fusedMode,
                                 int64_t forceBv) {
-  return {double(s.B), double(s.T), double(s.Hv), double(s.K), double(s.V), double(s.numSequences),
-          double(s.longestChunks), double(s.sumChunks), double(s.lengths.size()),
-          double(force), double(fusedMode), double(forceBv), double(m.sms), double(m.resident),
-          m.pass2AloneUs, m.pass2PairUs, m.pass1AloneUs, m.pass1PairUs, m.waveStartUs, m.mergeStepUs,
-          m.launchUs, m.fusedChunkUs, m.fusedHeadChunkUs, m.tmatChunkHeadUs, m.fusedPass1AloneUs,
-          m.fusedPass1PairUs, m.emptyWaveUs, m.fusedTStepScale, m.prepareChunkHeadUs};
-}
-
-std::vector<double> scheduleKeyWithLengths(const ForwardShape &s, const MachineModel &m, int64_t force,
-                                           int fusedMode, int64_t forceBv) {
-  std::vector<double> k = scheduleKey(s, m, force, fusedMode, forceBv);
+  std::vector<double> k = {double(s.B), double(s.T), double(s.Hv), double(s.K), double(s.V), double(s.numSequences),
+                           double(s.longestChunks), double(s.sumChunks),
+                           double(force), double(fusedMode), double(forceBv), double(m.sms), double(m.resident),
+                           m.pass2AloneUs, m.pass2PairUs, m.pass1AloneUs, m.pass1PairUs, m.waveStartUs, m.mergeStepUs,
+                           m.launchUs, m.fusedChunkUs, m.fusedHeadChunkUs, m.tmatChunkHeadUs, m.fusedPass1AloneUs,
+                           m.fusedPass1PairUs, m.emptyWaveUs, m.fusedTStepScale, m.prepareChunkHeadUs};
   for (const auto &[ch, n] : s.lengths) {
     k.push_back(double(ch));
     k.push_back(double(n));
@@ -306,7 +301,7 @@ Schedule forwardSchedule(const ForwardShape &s, const MachineModel &m, int64_t f
                          int64_t forceBv) {
   static std::mutex mu;
   static std::map<std::vector<double>, Schedule> memo;
-  std::vector<double> key = scheduleKeyWithLengths(s, m, force, fusedMode, forceBv);
+  std::vector<double> key = scheduleKey(s, m, force, fusedMode, forceBv);
   {
     std::lock_guard<std::mutex> lock(mu);
     auto it = memo.find(key);
