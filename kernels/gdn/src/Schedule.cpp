@@ -44,7 +44,8 @@ void setSequenceChunks(ForwardShape &s, const int64_t *cuHost) {
   // Many distinct lengths (a packed batch of thousands of sequences) cost
   // the model time per plan (each option walks them): past 32 of them each
   // length is rounded up to a grid of 1 .. 16 chunks, then steps of about
-  // 10% (at most the longest), which keeps a new plan near 0.1 ms.
+  // 10% (at most the longest), which keeps a new plan under 0.1 ms
+  // (bench/gdn_schedule_cost.cpp).
   if (count.size() > 32) {
     std::map<int64_t, int64_t, std::greater<>> grid;
     for (const auto &[c, k] : count) {
