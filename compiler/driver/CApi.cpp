@@ -132,6 +132,19 @@ int qla_launch(qla_kernel *k, int ntensors, void *const *ptrs, const int *ranks,
   return -1;
 }
 
+int qla_trace_dump(const char *path, char *err, size_t errlen) {
+  if (!path || !*path) {
+    setErr(err, errlen, "qla_trace_dump: no path");
+    return -1;
+  }
+  try {
+    return qla::rt::dumpTraces(path);
+  } catch (const std::exception &e) {
+    setErr(err, errlen, e.what());
+    return -1;
+  }
+}
+
 const char *qla_version(void) { return qla::qlaVersion(); }
 
 const char *qla_nvrtc_version(void) {

@@ -72,6 +72,7 @@ bool lowerAndEmit(mlir::MLIRContext &ctx, mlir::ModuleOp mod, const CompileOptio
   compiler::EmitOptions eo;
   eo.lineDirectives = options.lineInfo;
   eo.tmaStores = options.tmaStores;
+  eo.trace = options.trace;
   if (mlir::failed(compiler::emitCuda(fn, ek, eo))) return false;
   out.cuda = std::move(ek.source);
   out.info = std::move(ek.info);

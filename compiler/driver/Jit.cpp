@@ -47,6 +47,7 @@ bool flagFromEnvironment(const char *name) {
 
 bool lineInfoFromEnvironment() { return flagFromEnvironment("QLA_LINE_INFO"); }
 bool partialWaitsFromEnvironment() { return flagFromEnvironment("QLA_PARTIAL_WAITS"); }
+bool traceFromEnvironment() { return flagFromEnvironment("QLA_TRACE"); }
 
 JitKernel jitCompileString(const std::string &source, const std::string &filename, const JitOptions &options) {
   const auto t0 = Clock::now();
@@ -60,6 +61,7 @@ JitKernel jitCompileString(const std::string &source, const std::string &filenam
   const bool lineInfo = options.lineInfo || lineInfoFromEnvironment();
   co.lineInfo = lineInfo;
   co.partialWaits = options.partialWaits || partialWaitsFromEnvironment();
+  co.trace = options.trace || traceFromEnvironment();
   CompiledKernel ck;
   std::vector<std::string> diags;
   if (!compileQla(source, filename, co, ck, diags)) {

@@ -24,6 +24,9 @@ struct EmitOptions {
   // Shared → global copies of a tile of its own by TMA where the slice lies
   // whole in the tensor (Emitter::tmaStoreBox); off: always by threads.
   bool tmaStores = true;
+  // Record the kernel's waits (their start and end, clock64) and slot
+  // releases into a device buffer (qla/device/trace.cuh): CompileOptions::trace.
+  bool trace = false;
 };
 
 // Fails with an error at the offending op (through the MLIR diagnostic

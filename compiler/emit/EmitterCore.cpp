@@ -111,6 +111,15 @@ void Emitter::setPosition(Location loc) {
   }
 }
 
+std::string Emitter::traceEvent(const std::string &kind, const std::string &what) {
+  const size_t id = traceSites_.size();
+  std::string file = curFile_;
+  if (size_t slash = file.rfind('/'); slash != std::string::npos) file = file.substr(slash + 1);
+  traceSites_.push_back(fmt::format("{} {} {} {}:{} {}", id, kind, roleName_, file.empty() ? "-" : file, curLine_,
+                                    what.empty() ? "-" : what));
+  return fmt::format("qla::dev::trace_event(qla_tc, {});  // trace: {} {}", id, kind, what);
+}
+
 std::string Emitter::name(Value v) {
   auto it = names_.find(v);
   if (it != names_.end()) return it->second;
@@ -540,12 +549,18 @@ LogicalResult Emitter::emitOpCode(Operation *op) {
     return success();
   }
   if (auto w = dyn_cast<BarrierWaitOp>(op)) {
+    std::string what;
+    if (auto a = w->getAttrOfType<StringAttr>("qla.what")) what = a.str();
+    if (trace_) line(traceEvent("wait", what));
     line(fmt::format("qla::dev::mbarrier_wait(&{}[{}], (unsigned){});", name(w.getBarriers()), name(w.getSlot()),
                      name(w.getPhase())));
+    if (trace_) line(traceEvent("waited", what));
     return success();
   }
   if (auto a = dyn_cast<BarrierArriveOp>(op)) {
     line(fmt::format("qla::dev::mbarrier_arrive(&{}[{}]);", name(a.getBarriers()), name(a.getSlot())));
+    if (trace_)
+      if (auto w = a->getAttrOfType<StringAttr>("qla.what")) line(traceEvent("arrive", w.str()));
     return success();
   }
   if (auto a = dyn_cast<BarrierExpectTxOp>(op)) {
@@ -585,6 +600,7 @@ LogicalResult Emitter::emitOpCode(Operation *op) {
     groups_.push_back({int64_t(wg.getWgBegin()), int64_t(wg.getWgEnd()), id,
                        turns ? turnBarrierBase_ + int64_t(wg.getWgBegin()) : 0});
     ++indent_;
+    roleName_ = wg.getName().str();
     line(fmt::format("const int qla_wgl = qla_wg - {};  // warpgroup within the role", wg.getWgBegin()));
     line("(void)qla_wgl;");
     // Turns: a token passed round the warpgroups through named barriers of
@@ -602,6 +618,7 @@ LogicalResult Emitter::emitOpCode(Operation *op) {
                        group().turnBase));
     --indent_;
     groups_.pop_back();
+    roleName_ = "block";
     line("}");
     return success();
   }
@@ -628,7 +645,9 @@ LogicalResult Emitter::emitOpCode(Operation *op) {
     return success();
   }
   if (auto w = dyn_cast<WgmmaWaitOp>(op)) {
+    if (trace_) line(traceEvent("wait", fmt::format("wgmma<{}>", w.getPending())));
     line(fmt::format("qla::dev::wgmma_wait<{}>();", w.getPending()));
+    if (trace_) line(traceEvent("waited", fmt::format("wgmma<{}>", w.getPending())));
     for (Value f : w.getFrags()) line(fmt::format("qla::dev::warpgroup_fence_regs({});", name(f)));
     return success();
   }
@@ -747,6 +766,7 @@ LogicalResult Emitter::emitKernel() {
   // kernel behind this one waits for this one only, so this one may not
   // finish first (a no-op in threads that have waited).
   if (followsPrior_) line("qla::dev::grid_dependency_wait();  // follows(...): not done before the preceding kernel");
+  if (trace_) line("qla::dev::trace_close(qla_trace_buf, qla_tc);");
 
   // Parameters in launch order: tensor maps (64-byte aligned) first.
   std::vector<std::string> decls;
@@ -831,6 +851,14 @@ LogicalResult Emitter::emitKernel() {
   }
   s += "// QLA-KERNEL-INFO-END\n";
   s += "#include \"qla/device/all.cuh\"\n\n";
+  if (trace_) {
+    // The trace buffer and the sites' descriptions, read back by the host
+    // (qla_trace_dump) from the module's globals.
+    s += "__device__ qla::dev::u64 qla_trace_buf[qla::dev::kTraceWords];\n";
+    std::string sites;
+    for (auto &d : traceSites_) sites += d + ";";
+    s += fmt::format("__device__ const char qla_trace_sites[] = {};\n\n", quoted(sites));
+  }
   s += fmt::format("extern \"C\" __global__ void __launch_bounds__({}, {}) {}(\n", threads, minBlocks, info_.name);
   s += sig + ") {\n";
   s += "  extern __shared__ __align__(1024) unsigned char qla_smem_raw[];\n";
@@ -841,6 +869,7 @@ LogicalResult Emitter::emitKernel() {
   s += "  const int qla_lane = qla::dev::lane_index();\n";
   s += "  const int qla_wgl = qla_wg;\n";
   s += "  (void)qla_smem; (void)qla_warp; (void)qla_lane; (void)qla_wgl;\n";
+  if (trace_) s += "  qla::dev::TraceCursor qla_tc = qla::dev::trace_open(qla_trace_buf);\n";
   const unsigned firstLine = 1 + (unsigned)std::count(s.begin(), s.end(), '\n');
   // The kernel's closing brace (its exit) is scaffolding.
   curFile_.clear();

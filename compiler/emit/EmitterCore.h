@@ -19,8 +19,9 @@ Swizzle swizzleOf(unsigned bytes);
 
 class Emitter {
  public:
-  Emitter(mlir::func::FuncOp fn, KernelInfo &info, bool lineDirectives = false, bool tmaStores = true)
-      : fn_(fn), info_(info), lineDirectives_(lineDirectives), tmaStores_(tmaStores) {}
+  Emitter(mlir::func::FuncOp fn, KernelInfo &info, bool lineDirectives = false, bool tmaStores = true,
+          bool trace = false)
+      : fn_(fn), info_(info), lineDirectives_(lineDirectives), tmaStores_(tmaStores), trace_(trace) {}
   mlir::LogicalResult emitKernel();
   std::string takeSource() { return std::move(source_); }
 
@@ -154,6 +155,15 @@ class Emitter {
   KernelInfo &info_;
   bool lineDirectives_ = false;
   bool tmaStores_ = true;
+  // Tracing (EmitOptions::trace): every barrier and wgmma wait records its
+  // start and end, every slot release/fill a point, through the
+  // warpgroup's TraceCursor (qla/device/trace.cuh); traceSites_ describes
+  // each site id ("id kind role file:line what").
+  bool trace_ = false;
+  std::vector<std::string> traceSites_;
+  std::string roleName_ = "block";
+  // The code that records an event at a new site (empty without tracing).
+  std::string traceEvent(const std::string &kind, const std::string &what);
   std::string source_;
   // The body, a line at a time with the .qla position it came from (line 0:
   // generated scaffolding), rendered with comments or #line directives.

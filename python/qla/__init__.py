@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 
 __all__ = ["compile", "compile_string", "Kernel", "QlaError", "library_path", "version",
-           "nvrtc_version", "cache_dir", "gpu_available"]
+           "nvrtc_version", "cache_dir", "gpu_available", "trace_dump"]
 
 
 class QlaError(RuntimeError):
@@ -110,6 +110,22 @@ def gpu_available() -> tuple[bool, str]:
     msg = ctypes.create_string_buffer(1024)
     ok = _need("qla_gpu_available")(msg, 1024)
     return bool(ok), msg.value.decode()
+
+
+def trace_dump(path: str) -> int:
+    """Synchronizes the device and writes the traces of every loaded kernel
+    compiled with tracing (QLA_TRACE=1 set before the kernels are compiled,
+    or qlac --trace) to `path`, then clears them. Returns how many kernels it
+    wrote (0: none is traced; no file). `python -m qla.trace FILE` prints
+    a summary (docs/internals.md, "Tracing")."""
+    fn = _need("qla_trace_dump")
+    fn.restype = ctypes.c_int
+    fn.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
+    err = ctypes.create_string_buffer(2048)
+    n = fn(str(path).encode(), err, 2048)
+    if n < 0:
+        raise QlaError(err.value.decode())
+    return n
 
 
 def _defines(d: dict) -> bytes | None:

@@ -7,6 +7,8 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <chrono>
 #include <climits>
@@ -42,6 +44,11 @@ struct DriverApi {
   QLA_CU_FN(cuTensorMapEncodeTiled)
   QLA_CU_FN(cuGetErrorName)
   QLA_CU_FN(cuGetErrorString)
+  // For tracing only (dumpTraces): resolved as optional.
+  QLA_CU_FN(cuModuleGetGlobal_v2)
+  QLA_CU_FN(cuMemcpyDtoH_v2)
+  QLA_CU_FN(cuMemsetD8_v2)
+  QLA_CU_FN(cuCtxSynchronize)
 #undef QLA_CU_FN
 };
 
@@ -92,6 +99,10 @@ const DriverApi &driverApi() {
     // CUDA 12+ only; checked where used, so older drivers still run plain kernels.
     QLA_RESOLVE(cuLaunchKernelEx, false)
     QLA_RESOLVE(cuTensorMapEncodeTiled, false)
+    QLA_RESOLVE(cuModuleGetGlobal_v2, false)
+    QLA_RESOLVE(cuMemcpyDtoH_v2, false)
+    QLA_RESOLVE(cuMemsetD8_v2, false)
+    QLA_RESOLVE(cuCtxSynchronize, false)
 #undef QLA_RESOLVE
     if (missing) return a;
     CUresult r = a.cuInit(0);
@@ -455,6 +466,16 @@ std::array<int64_t, 3> LoadedKernel::launchGridFor(const KernelInfo &info, const
 // LoadedKernel
 //===----------------------------------------------------------------------===//
 
+// Every loaded module, for dumpTraces (which reads the traced ones).
+struct ModuleRegistry {
+  std::mutex mu;
+  std::vector<std::pair<std::string, CUmodule>> modules;  // kernel symbol, module
+};
+ModuleRegistry &moduleRegistry() {
+  static ModuleRegistry *r = new ModuleRegistry;  // never destroyed: unloads may run at exit
+  return *r;
+}
+
 struct LoadedKernel::Impl {
   CUcontext ctx = nullptr;
   CUmodule module = nullptr;
@@ -496,6 +517,11 @@ LoadedKernel::LoadedKernel(const std::string &cubin, const KernelInfo &info)
     throw;
   }
   impl_->maps.resize(info.params.size());
+  {
+    ModuleRegistry &r = moduleRegistry();
+    std::lock_guard<std::mutex> lock(r.mu);
+    r.modules.emplace_back(info.name, impl_->module);
+  }
   logPrintf(LogLevel::Info, "module: loaded %s (cubin %zu bytes, dynamic smem %d bytes) in %.3f ms",
             info.name.c_str(), cubin.size(), int(info.dynamicSmemBytes),
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
@@ -509,7 +535,53 @@ LoadedKernel::~LoadedKernel() {
   // process exit) are ignored: a destructor must not throw.
   CUcontext cur = nullptr;
   if (a.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == nullptr) a.cuCtxSetCurrent(impl_->ctx);
+  {
+    ModuleRegistry &r = moduleRegistry();
+    std::lock_guard<std::mutex> lock(r.mu);
+    for (size_t i = 0; i < r.modules.size(); ++i)
+      if (r.modules[i].second == impl_->module) {
+        r.modules.erase(r.modules.begin() + long(i));
+        break;
+      }
+  }
   a.cuModuleUnload(impl_->module);
+}
+
+int dumpTraces(const std::string &path) {
+  const DriverApi &a = requireDriver();
+  if (!a.cuModuleGetGlobal_v2 || !a.cuMemcpyDtoH_v2 || !a.cuMemsetD8_v2 || !a.cuCtxSynchronize)
+    throw Error("dumpTraces: the CUDA driver lacks cuModuleGetGlobal/cuMemcpyDtoH/cuMemsetD8/cuCtxSynchronize");
+  ensureContext("while dumping traces");
+  check(a.cuCtxSynchronize(), "cuCtxSynchronize", "while dumping traces");
+  ModuleRegistry &r = moduleRegistry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  std::FILE *f = nullptr;
+  int n = 0;
+  for (auto &[name, module] : r.modules) {
+    CUdeviceptr buf = 0, sites = 0;
+    size_t bufBytes = 0, siteBytes = 0;
+    if (a.cuModuleGetGlobal_v2(&buf, &bufBytes, module, "qla_trace_buf") != CUDA_SUCCESS) continue;
+    check(a.cuModuleGetGlobal_v2(&sites, &siteBytes, module, "qla_trace_sites"), "cuModuleGetGlobal",
+          "(qla_trace_sites of " + name + ")");
+    std::string text(siteBytes, '\0');
+    std::vector<uint64_t> words(bufBytes / 8);
+    check(a.cuMemcpyDtoH_v2(text.data(), sites, siteBytes), "cuMemcpyDtoH", "(trace sites of " + name + ")");
+    check(a.cuMemcpyDtoH_v2(words.data(), buf, bufBytes), "cuMemcpyDtoH", "(trace of " + name + ")");
+    check(a.cuMemsetD8_v2(buf, 0, bufBytes), "cuMemsetD8", "(trace of " + name + ")");
+    while (!text.empty() && text.back() == '\0') text.pop_back();
+    if (!f) {
+      f = std::fopen(path.c_str(), "wb");
+      if (!f) throw Error("dumpTraces: cannot write " + path + ": " + std::strerror(errno));
+    }
+    // Per kernel: "QLATRACE1 <symbol> <site bytes> <words>\n", the sites
+    // text, the words (little-endian u64).
+    std::fprintf(f, "QLATRACE1 %s %zu %zu\n", name.c_str(), text.size(), words.size());
+    std::fwrite(text.data(), 1, text.size(), f);
+    std::fwrite(words.data(), 8, words.size(), f);
+    ++n;
+  }
+  if (f && std::fclose(f) != 0) throw Error("dumpTraces: writing " + path + " failed");
+  return n;
 }
 
 std::vector<int64_t> LoadedKernel::bindDims(const LaunchArgs &args) const {

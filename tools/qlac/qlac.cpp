@@ -34,6 +34,9 @@ const char *kUsage =
     "  --partial-waits        sink shared wgmma waits to the first use of each\n"
     "                         product and wait for only the groups it needs\n"
     "                         (wgmma.wait_group N; QLA_PARTIAL_WAITS=1 for JIT)\n"
+    "  --trace                record every channel wait, wgmma wait and slot\n"
+    "                         release (clock64) into a device buffer, read back\n"
+    "                         by qla_trace_dump (QLA_TRACE=1 for JIT)\n"
     "  --no-tma-stores        copy shared tiles to global memory with threads\n"
     "                         only (no cp.async.bulk.tensor stores)\n"
     "  --print-ir-after-all   print the IR after every pass to stderr\n"
@@ -99,6 +102,8 @@ int main(int argc, char **argv) {
       opts.lineInfo = true;
     } else if (a == "--partial-waits") {
       opts.partialWaits = true;
+    } else if (a == "--trace") {
+      opts.trace = true;
     } else if (a == "--no-tma-stores") {
       opts.tmaStores = false;
     } else if (a == "--print-ir-after-all") {

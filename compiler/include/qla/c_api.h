@@ -39,6 +39,12 @@ int qla_launch(qla_kernel *k, int ntensors, void *const *ptrs, const int *ranks,
                const int64_t *strides, int nscalars, const double *scalars, void *stream, char *err,
                size_t errlen);
 
+/* Writes the traces of every loaded kernel compiled with tracing (qlac
+ * --trace, QLA_TRACE=1) to `path` after synchronizing the device, and clears
+ * them (docs/internals.md, "Tracing"). Returns how many kernels it wrote
+ * (0: none traced, no file written), -1 on error (message in err). */
+int qla_trace_dump(const char *path, char *err, size_t errlen);
+
 /* "0.1.0": the QLA version (part of every kernel cache key). */
 const char *qla_version(void);
 

@@ -41,6 +41,8 @@ struct JitOptions {
   // CompileOptions::partialWaits; also turned on by QLA_PARTIAL_WAITS=1
   // (partialWaitsFromEnvironment). The CUDA text, hence the cache key, changes.
   bool partialWaits = false;
+  // CompileOptions::trace; also turned on by QLA_TRACE=1 (traceFromEnvironment).
+  bool trace = false;
   rt::KernelCache *cache = nullptr;       // null: rt::KernelCache::global()
 };
 
@@ -71,6 +73,8 @@ JitKernel jitCompileString(const std::string &source, const std::string &filenam
 bool lineInfoFromEnvironment();
 // QLA_PARTIAL_WAITS, read likewise on every call.
 bool partialWaitsFromEnvironment();
+// QLA_TRACE, read likewise on every call.
+bool traceFromEnvironment();
 JitKernel jitCompileFile(const std::string &path, const JitOptions &options);
 
 }  // namespace qla

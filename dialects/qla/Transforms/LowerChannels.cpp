@@ -18,6 +18,10 @@ using namespace mlir::qlanv;
 
 namespace {
 
+// What a wait or arrival is for ("<channel>.get", ".put", ".release",
+// ".filled", "load"): read by the emitter's tracing (EmitOptions::trace).
+constexpr llvm::StringLiteral kWhat("qla.what");
+
 // `l`, carrying the source name of a put/get binding (`put ab -> (a, b)`) if
 // the front end gave it one: the emitter names the slot's pointer after it.
 Location namedAs(Value arg, Location l) {
@@ -160,7 +164,7 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
 
     for (PutOp put : puts) {
       if (byThreads) {
-        if (failed(lowerComputePut(put, buffers, full, empty, putRing))) return failure();
+        if (failed(lowerComputePut(put, buffers, full, empty, putRing, name))) return failure();
         continue;
       }
       OpBuilder b(put);
@@ -174,7 +178,7 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
       // the ring does not wait: producers wait on the flipped phase.
       Value one = arith::ConstantIntOp::create(eb, l, eb.getI32Type(), 1);
       Value flipped = arith::XOrIOp::create(eb, l, phase, one);
-      BarrierWaitOp::create(eb, l, empty, slot, flipped);
+      BarrierWaitOp::create(eb, l, empty, slot, flipped)->setAttr(kWhat, eb.getStringAttr(name + ".put"));
       BarrierExpectTxOp::create(eb, l, full, slot, eb.getI64IntegerAttr(slotBytes));
       IRMapping map;
       for (auto [arg, buf] : llvm::zip(put.getBody().front().getArguments(), buffers))
@@ -201,7 +205,7 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
       Location l = get.getLoc();
       Value slot = RingSlotOp::create(b, l, b.getIndexType(), getRing);
       Value phase = RingPhaseOp::create(b, l, b.getI32Type(), getRing);
-      BarrierWaitOp::create(b, l, full, slot, phase);
+      BarrierWaitOp::create(b, l, full, slot, phase)->setAttr(kWhat, b.getStringAttr(name + ".get"));
       IRMapping map;
       for (auto [arg, buf] : llvm::zip(get.getBody().front().getArguments(), buffers))
         map.map(arg, SlotOp::create(b, namedAs(arg, l), buf.getType(), buf, slot).getResult());
@@ -212,7 +216,7 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
       // them). Thread copies out of the slot are the thread's own loads,
       // which its arrival (release) orders before the producer's wait
       // (acquire) and refill: every thread arrives, none waits for another.
-      BarrierArriveOp::create(b, l, empty, slot);
+      BarrierArriveOp::create(b, l, empty, slot)->setAttr(kWhat, b.getStringAttr(name + ".release"));
       RingAdvanceOp::create(b, l, getRing);
       get.erase();
     }
@@ -237,7 +241,8 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
   // `full` expects one arrival per producer thread for every put of such a
   // channel (a TMA-only put of it lowers here too), and no thread waits for
   // another (before: a named barrier of the role, then one elected arrival).
-  LogicalResult lowerComputePut(PutOp put, ArrayRef<Value> buffers, Value full, Value empty, Value putRing) {
+  LogicalResult lowerComputePut(PutOp put, ArrayRef<Value> buffers, Value full, Value empty, Value putRing,
+                                StringRef name) {
     OpBuilder b(put);
     Location l = put.getLoc();
     Value slot = RingSlotOp::create(b, l, b.getIndexType(), putRing);
@@ -245,7 +250,7 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
     // A fresh barrier completes phase "1" at once (see the TMA put).
     Value one = arith::ConstantIntOp::create(b, l, b.getI32Type(), 1);
     Value flipped = arith::XOrIOp::create(b, l, phase, one);
-    BarrierWaitOp::create(b, l, empty, slot, flipped);
+    BarrierWaitOp::create(b, l, empty, slot, flipped)->setAttr(kWhat, b.getStringAttr(name + ".put"));
     IRMapping map;
     for (auto [arg, buf] : llvm::zip(put.getBody().front().getArguments(), buffers))
       map.map(arg, SlotOp::create(b, namedAs(arg, l), buf.getType(), buf, slot).getResult());
@@ -280,7 +285,7 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
       }
       qlanv::YieldOp::create(eb, l);
     }
-    BarrierArriveOp::create(b, l, full, slot);
+    BarrierArriveOp::create(b, l, full, slot)->setAttr(kWhat, b.getStringAttr(name + ".filled"));
     RingAdvanceOp::create(b, l, putRing);
     put.erase();
     return success();
@@ -310,6 +315,7 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
       TmaLoadOp::create(eb, ld.getLoc(), ld.getSrc(), ld.getOffsets(), ld.getDst(), bars, slot, ld.getDroppedAttr());
     qlanv::YieldOp::create(eb, l);
     auto wait = BarrierWaitOp::create(b, l, bars, slot, phase);
+    wait->setAttr(kWhat, b.getStringAttr("load"));
     auto advance = RingAdvanceOp::create(b, l, ring);
     // The wait moves down to the first op that touches one of the tiles (or
     // the block's end), so that the copies overlap the work in between.

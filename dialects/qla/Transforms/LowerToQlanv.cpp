@@ -66,7 +66,22 @@ void mergeWaits(func::FuncOp fn, bool sharedA) {
         sharedA ? llvm::any_of(next.getFrags(), [&](Value v) { return llvm::is_contained(fs, v); }) ||
                       llvm::any_of(w.getFrags(), [&](Value v) { return llvm::is_contained(nextFs, v); })
                 : llvm::any_of(nextFs, [&](Value v) { return llvm::is_contained(fs, v); });
-    if (conflict) continue;
+    // Products of the same shape into the same accumulator, from shared
+    // operands, are ordered by the tensor cores themselves (PTX: no
+    // wgmma.fence is needed between them), so the first need not complete
+    // before the second is issued: `s += A1 B1; s += A2 B2` issues both.
+    auto prevMma = [&]() -> WgmmaOp {
+      auto c = dyn_cast_or_null<WgmmaCommitOp>(w->getPrevNode());
+      return c ? dyn_cast_or_null<WgmmaOp>(c->getPrevNode()) : WgmmaOp();
+    }();
+    const bool sameAccumulator =
+        prevMma && prevMma.getC() == mma.getC() && w.getFrags().size() == 1 && next.getFrags().size() == 1 &&
+        w.getFrags()[0] == mma.getC() && next.getFrags()[0] == mma.getC() &&
+        isa<SharedType>(prevMma.getA().getType()) && isa<SharedType>(mma.getA().getType()) &&
+        prevMma.getA().getType() == mma.getA().getType() && prevMma.getB().getType() == mma.getB().getType() &&
+        prevMma.getTransA() == mma.getTransA() && prevMma.getTransB() == mma.getTransB() && mma.getAccumulate() &&
+        prevMma->getAttr("warpgroups") == mma->getAttr("warpgroups");
+    if (conflict && !sameAccumulator) continue;
     SmallVector<Value> covered(w.getFrags().begin(), w.getFrags().end());
     for (Value v : next.getFrags())
       if (!llvm::is_contained(covered, v)) covered.push_back(v);
@@ -90,6 +105,11 @@ SmallVector<Value> touchedFrags(Operation *op) {
 // run no wgmma. Fragments they touch are checked by the caller.
 bool steppable(Operation *op) {
   if (isa<AllocFragOp, FragPickOp, SlotPickOp, CastOp, FillOp, GlobalReadOp, VarGetOp, VarSetOp>(op)) return true;
+  // A channel's get (lowered before this pass): its ring cursor, slot views
+  // and the wait for a full slot touch no fragment and write no shared
+  // memory, so the groups stay in flight into the get's body. (The release,
+  // an arrival, is not stepped over: a group may read the slot.)
+  if (isa<RingSlotOp, RingPhaseOp, SlotOp, BarrierWaitOp>(op)) return true;
   if (auto c = dyn_cast<CopyOp>(op)) return isa<SharedType>(c.getSrc().getType()) && isa<FragType>(c.getDst().getType());
   if (auto l = dyn_cast<LoadOp>(op)) return isa<FragType>(l.getDst().getType());
   if (auto s = dyn_cast<StoreOp>(op)) return isa<FragType>(s.getSrc().getType());

@@ -51,17 +51,24 @@ def QlaLowerToQlanv : Pass<"qla-lower-to-qlanv", "::mlir::func::FuncOp"> {
     per-thread copies stay as qla ops: the emitter prints them as unrolled
     loops over the fragment's registers.
 
+    Gemms in a row share one wait: independent ones (no fragment in common),
+    and products into the same accumulator of the same shape from shared
+    operands (the tensor cores order those; `s += A1 B1; s += A2 B2` waits
+    once, after both).
+
     With `partial-waits`, each wait that independent gemms share moves down
     past the work that touches none of their fragments and reads no shared
     memory it could race with (fragment maps and casts of other fragments,
-    shared-to-fragment and global-to-fragment copies, scalar arithmetic), and
-    splits into `wgmma_wait N` before the first use of each product: a use of
-    the k-th of n committed groups waits with N = n - 1 - k groups still in
-    flight. It also steps over an output's staging: a fragment → shared copy
-    into a plain tile (not a ring slot) that no group in flight reads, and a
+    shared-to-fragment and global-to-fragment copies, scalar arithmetic, and
+    a lowered get's ring cursor, slot views and mbarrier wait, so a product
+    first used in a get's body is waited for there), and splits into
+    `wgmma_wait N` before the first use of each product: a use of the k-th
+    of n committed groups waits with N = n - 1 - k groups still in flight.
+    It also steps over an output's staging: a fragment → shared copy into a
+    plain tile (not a ring slot) that no group in flight reads, and a
     shared → global store. It stops at the first op it cannot step over
-    (any other write to shared memory, a barrier, a loop, another wgmma)
-    with `wgmma_wait 0`.
+    (any other write to shared memory, an arrival such as a get's release or
+    another barrier, a loop, another wgmma) with `wgmma_wait 0`.
   }];
   let options = [
     Option<"partialWaits", "partial-waits", "bool", /*default=*/"false",

@@ -1,6 +1,11 @@
 #include "qla/op/KernelRegistry.h"
 
 #include "qla/op/Error.h"
+#include "qla/runtime/Log.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
 
 namespace qla::op {
 
@@ -34,6 +39,20 @@ const JitKernel &KernelRegistry::compiled(KernelSlot &s) {
   std::lock_guard<std::mutex> lock(s.mu);
   if (s.compiled) return s.kernel;
   const std::string *source = source_ ? source_(s.spec.file) : nullptr;
+  // $QLA_KERNEL_DIR/<file>, where it exists, replaces the embedded source
+  // (kernel variants without a rebuild; docs/internals.md).
+  std::string override;
+  if (const char *dir = std::getenv("QLA_KERNEL_DIR"); dir && *dir) {
+    const std::string path = std::string(dir) + "/" + s.spec.file;
+    std::ifstream in(path, std::ios::binary);
+    if (in) {
+      std::ostringstream text;
+      text << in.rdbuf();
+      override = text.str();
+      source = &override;
+      rt::logPrintf(rt::LogLevel::Info, "kernels: %s from %s (QLA_KERNEL_DIR)", s.spec.file.c_str(), path.c_str());
+    }
+  }
   if (!source)
     fail("the kernel " + s.spec.file + " was not embedded in this build of QLA (" + dir_ + s.spec.file +
          " missing at build time)");

@@ -28,7 +28,7 @@
 // CHECK-NEXT: qlanv.tma_load %{{.*}} -> %[[A]], %[[BAR]][%[[SL]]]
 // CHECK-NEXT: qlanv.tma_load %{{.*}} -> %[[B]], %[[BAR]][%[[SL]]]
 // CHECK-NEXT: }
-// CHECK-NEXT: qlanv.barrier_wait %[[BAR]][%[[SL]]], %[[PH]] : <1>
+// CHECK-NEXT: qlanv.barrier_wait %[[BAR]][%[[SL]]], %[[PH]] {qla.what = {{"[a-z0-9_]+\.?[a-z]*"}}} : <1>
 // CHECK-NEXT: qlanv.ring_advance %[[RING]]
 // CHECK-NEXT: qlanv.wgmma_fence %[[S]]
 // CHECK-NEXT: qlanv.wgmma %[[A]], %[[B]], %[[S]] {transB, warpgroups = 1 : i64}

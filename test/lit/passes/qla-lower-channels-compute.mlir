@@ -21,7 +21,7 @@
 // CHECK-NEXT: %[[PP:.*]] = qlanv.ring_phase %[[PR]] : <2>
 // CHECK-NEXT: %[[ONE:.*]] = arith.constant 1 : i32
 // CHECK-NEXT: %[[FLIP:.*]] = arith.xori %[[PP]], %[[ONE]] : i32
-// CHECK-NEXT: qlanv.barrier_wait %[[EMPTY]][%[[PS]]], %[[FLIP]] : <2>
+// CHECK-NEXT: qlanv.barrier_wait %[[EMPTY]][%[[PS]]], %[[FLIP]] {qla.what = {{"[a-z0-9_]+\.?[a-z]*"}}} : <2>
 // CHECK-NEXT: %[[SM:.*]] = qlanv.slot %[[BUFM]][%[[PS]]]
 // CHECK-NEXT: %[[SU:.*]] = qlanv.slot %[[BUFU]][%[[PS]]]
 // CHECK-NEXT: qla.copy %[[F]] -> %[[SM]] {qla.slot_fill}
@@ -30,7 +30,7 @@
 // CHECK-NEXT: qlanv.barrier_arrive_expect_tx %[[FULL]][%[[PS]]], 8192 {noArrive} : <2>
 // CHECK-NEXT: qlanv.tma_load %{{.*}} -> %[[SU]], %[[FULL]][%[[PS]]]
 // CHECK-NEXT: }
-// CHECK-NEXT: qlanv.barrier_arrive %[[FULL]][%[[PS]]] : <2>
+// CHECK-NEXT: qlanv.barrier_arrive %[[FULL]][%[[PS]]] {qla.what = {{"[a-z0-9_]+\.?[a-z]*"}}} : <2>
 // CHECK-NEXT: qlanv.ring_advance %[[PR]] : <2>
 // CHECK-NOT: qla.put
 // The consumer is unchanged: wait full, gemm on the slot, release (every
@@ -38,7 +38,7 @@
 // CHECK: qla.role "math" warpgroups 1 to 1 regs 0 {
 // CHECK: qlanv.barrier_wait %[[FULL]]
 // CHECK: qla.gemm
-// CHECK-NEXT: qlanv.barrier_arrive %[[EMPTY]][%{{.*}}] : <2>
+// CHECK-NEXT: qlanv.barrier_arrive %[[EMPTY]][%{{.*}}] {qla.what = {{"[a-z0-9_]+\.?[a-z]*"}}} : <2>
 func.func @compute_put(%A: !qla.global<bf16, 2>, %i: index) attributes {qla.threads = 256 : i64} {
   %ch = qla.channel "mid" : !qla.channel<[!qla.smem<64x64xbf16, swizzle 128>, !qla.smem<64x64xbf16, swizzle 128>], 2>
   qla.role "aux" warpgroups 0 to 0 regs 0 {
@@ -75,14 +75,14 @@ func.func @compute_put(%A: !qla.global<bf16, 2>, %i: index) attributes {qla.thre
 // CHECK-NEXT: %[[S1:.*]] = qlanv.ring_slot %[[R1]]
 // CHECK-NEXT: %[[P1:.*]] = qlanv.ring_phase %[[R1]]
 // CHECK-NEXT: qlanv.barrier_wait %[[FULL]][%[[S1]]], %[[P1]]
-// CHECK: qlanv.barrier_arrive %[[EMPTY]][%[[S1]]] :
+// CHECK: qlanv.barrier_arrive %[[EMPTY]][%[[S1]]] {qla.what = "inp.release"} :
 // CHECK-NEXT: qlanv.ring_advance %[[R1]]
 // CHECK: qla.role "math" warpgroups 2 to 3
 // CHECK-NEXT: %[[R2:.*]] = qlanv.ring "inp.get.math" : <2>
 // CHECK-NEXT: %[[S2:.*]] = qlanv.ring_slot %[[R2]]
 // CHECK-NEXT: %[[P2:.*]] = qlanv.ring_phase %[[R2]]
 // CHECK-NEXT: qlanv.barrier_wait %[[FULL]][%[[S2]]], %[[P2]]
-// CHECK: qlanv.barrier_arrive %[[EMPTY]][%[[S2]]] :
+// CHECK: qlanv.barrier_arrive %[[EMPTY]][%[[S2]]] {qla.what = "inp.release"} :
 // CHECK-NEXT: qlanv.ring_advance %[[R2]]
 func.func @two_consumers(%A: !qla.global<bf16, 2>, %i: index) attributes {qla.threads = 512 : i64} {
   %ch = qla.channel "inp" : !qla.channel<[!qla.smem<64x64xbf16, swizzle 128>], 2>
@@ -125,7 +125,7 @@ func.func @two_consumers(%A: !qla.global<bf16, 2>, %i: index) attributes {qla.th
 // CHECK: qlanv.barrier_wait %[[MEMPTY]][%[[MS]]]
 // CHECK: qla.copy {{.*}} {qla.slot_fill}
 // CHECK-NEXT: qlanv.fence_proxy_async
-// CHECK-NEXT: qlanv.barrier_arrive %[[MFULL]][%[[MS]]] : <2>
+// CHECK-NEXT: qlanv.barrier_arrive %[[MFULL]][%[[MS]]] {qla.what = {{"[a-z0-9_]+\.?[a-z]*"}}} : <2>
 // CHECK-NEXT: qlanv.ring_advance
 // CHECK-NEXT: qlanv.barrier_arrive %[[IEMPTY]]
 // CHECK: qla.role "math"

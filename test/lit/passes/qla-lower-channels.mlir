@@ -26,7 +26,7 @@
 // CHECK-NEXT: qlanv.elect {
 // CHECK-NEXT: %[[ONE:.*]] = arith.constant 1 : i32
 // CHECK-NEXT: %[[FLIP:.*]] = arith.xori %[[PP]], %[[ONE]] : i32
-// CHECK-NEXT: qlanv.barrier_wait %[[EMPTY]][%[[PS]]], %[[FLIP]] : <4>
+// CHECK-NEXT: qlanv.barrier_wait %[[EMPTY]][%[[PS]]], %[[FLIP]] {qla.what = "ab.put"} : <4>
 // CHECK-NEXT: qlanv.barrier_arrive_expect_tx %[[FULL]][%[[PS]]], 49152 : <4>
 // CHECK-NEXT: %[[SA:.*]] = qlanv.slot %[[BUFA]][%[[PS]]] : <128x64xbf16, swizzle 128>
 // CHECK-NEXT: %[[SB:.*]] = qlanv.slot %[[BUFB]][%[[PS]]] : <256x64xbf16, swizzle 128>
@@ -46,11 +46,11 @@
 // CHECK: scf.for
 // CHECK-NEXT: %[[GS:.*]] = qlanv.ring_slot %[[GR]] : <4>
 // CHECK-NEXT: %[[GP:.*]] = qlanv.ring_phase %[[GR]] : <4>
-// CHECK-NEXT: qlanv.barrier_wait %[[FULL]][%[[GS]]], %[[GP]] : <4>
+// CHECK-NEXT: qlanv.barrier_wait %[[FULL]][%[[GS]]], %[[GP]] {qla.what = "ab.get"} : <4>
 // CHECK-NEXT: %[[GA:.*]] = qlanv.slot %[[BUFA]][%[[GS]]] : <128x64xbf16, swizzle 128>
 // CHECK-NEXT: %[[GB:.*]] = qlanv.slot %[[BUFB]][%[[GS]]] : <256x64xbf16, swizzle 128>
 // CHECK-NEXT: qla.gemm %[[GA]], %[[GB]], %[[ACC]] {accumulate, transB}
-// CHECK-NEXT: qlanv.barrier_arrive %[[EMPTY]][%[[GS]]] : <4>
+// CHECK-NEXT: qlanv.barrier_arrive %[[EMPTY]][%[[GS]]] {qla.what = "ab.release"} : <4>
 // CHECK-NEXT: qlanv.ring_advance %[[GR]] : <4>
 // CHECK-NOT: qla.get
 func.func @gemm(%A: !qla.global<bf16, 2>, %B: !qla.global<bf16, 2>, %K: index, %m0: index, %n0: index) attributes {qla.threads = 384 : i64} {
@@ -121,18 +121,18 @@ func.func @gemm(%A: !qla.global<bf16, 2>, %B: !qla.global<bf16, 2>, %K: index, %
 // CHECK-DAG: %[[XGET:.*]] = qlanv.ring "x.get" : <2>
 // CHECK: %[[XG:.*]] = qlanv.ring_slot %[[XGET]] : <2>
 // CHECK-NEXT: %[[XP:.*]] = qlanv.ring_phase %[[XGET]] : <2>
-// CHECK-NEXT: qlanv.barrier_wait %[[XFULL]][%[[XG]]], %[[XP]] : <2>
-// CHECK: qlanv.barrier_arrive %[[XEMPTY]][%[[XG]]] : <2>
+// CHECK-NEXT: qlanv.barrier_wait %[[XFULL]][%[[XG]]], %[[XP]] {qla.what = {{"[a-z0-9_]+\.?[a-z]*"}}} : <2>
+// CHECK: qlanv.barrier_arrive %[[XEMPTY]][%[[XG]]] {qla.what = {{"[a-z0-9_]+\.?[a-z]*"}}} : <2>
 // CHECK-NEXT: qlanv.ring_advance %[[XGET]] : <2>
 // CHECK: %[[YG:.*]] = qlanv.ring_slot %[[YGET]] : <3>
 // CHECK-NEXT: %[[YP:.*]] = qlanv.ring_phase %[[YGET]] : <3>
-// CHECK-NEXT: qlanv.barrier_wait %[[YFULL]][%[[YG]]], %[[YP]] : <3>
+// CHECK-NEXT: qlanv.barrier_wait %[[YFULL]][%[[YG]]], %[[YP]] {qla.what = {{"[a-z0-9_]+\.?[a-z]*"}}} : <3>
 // CHECK-NEXT: qlanv.slot %[[YBUF0]][%[[YG]]]
 // CHECK-NEXT: %[[W:.*]] = qlanv.slot %[[YBUF1]][%[[YG]]]
 // CHECK-NEXT: qla.copy %[[W]] -> %{{.*}} : !qla.smem<64x32xf32, swizzle 128> -> !qla.frag<64x32xf32>
 // The copy reads the slot with threads: each thread arrives after its own
 // reads (384 arrivals free the slot), with no barrier among the role's threads.
-// CHECK-NEXT: qlanv.barrier_arrive %[[YEMPTY]][%[[YG]]] : <3>
+// CHECK-NEXT: qlanv.barrier_arrive %[[YEMPTY]][%[[YG]]] {qla.what = {{"[a-z0-9_]+\.?[a-z]*"}}} : <3>
 // CHECK-NEXT: qlanv.ring_advance %[[YGET]] : <3>
 func.func @two_channels(%A: !qla.global<f16, 2>, %B: !qla.global<bf16, 2>, %W: !qla.global<f32, 2>, %i: index) attributes {qla.threads = 512 : i64} {
   %x = qla.channel "x" : !qla.channel<[!qla.smem<64x64xf16, swizzle 128>], 2>
@@ -184,7 +184,7 @@ func.func @two_channels(%A: !qla.global<f16, 2>, %B: !qla.global<bf16, 2>, %W: !
 // The wait sinks to the first op that touches the tile (here: the end of the
 // block), so that the global→fragment load overlaps the copy.
 // CHECK-NEXT: qla.load %{{.*}} -> %[[F]] : <bf16, 2> -> !qla.frag<64x64xf32, acc x1>
-// CHECK-NEXT: qlanv.barrier_wait %[[BARS]][%[[S]]], %[[P]] : <1>
+// CHECK-NEXT: qlanv.barrier_wait %[[BARS]][%[[S]]], %[[P]] {qla.what = {{"[a-z0-9_]+\.?[a-z]*"}}} : <1>
 // CHECK-NEXT: qlanv.ring_advance %[[RING]] : <1>
 // CHECK-NEXT: return
 func.func @one_shot(%A: !qla.global<bf16, 2>, %i: index) attributes {qla.threads = 128 : i64} {
@@ -266,7 +266,7 @@ func.func @nothing(%A: !qla.global<bf16, 2>, %i: index) {
 // CHECK-NEXT: qlanv.tma_load %{{.*}} -> %[[A]], %[[G1]][%[[S1]]] : <bf16, 2>
 // CHECK-NEXT: qlanv.tma_load %{{.*}}[%[[J]], %{{.*}}] -> %[[B]], %[[G1]][%[[S1]]] : <f32, 2>
 // CHECK-NEXT: }
-// CHECK-NEXT: qlanv.barrier_wait %[[G1]][%[[S1]]], %[[P1]] : <1>
+// CHECK-NEXT: qlanv.barrier_wait %[[G1]][%[[S1]]], %[[P1]] {qla.what = {{"[a-z0-9_]+\.?[a-z]*"}}} : <1>
 // CHECK-NEXT: qlanv.ring_advance %[[R1]] : <1>
 // The copy reads shared memory: the next load is a group of its own.
 // CHECK-NEXT: qla.copy %[[A]] -> %[[F]]
@@ -287,7 +287,7 @@ func.func @nothing(%A: !qla.global<bf16, 2>, %i: index) {
 // CHECK-NEXT: qlanv.ring_advance %[[R3]] : <1>
 // CHECK-NEXT: }
 // Nothing after the load into C touches C: its wait sinks to the block's end.
-// CHECK-NEXT: qlanv.barrier_wait %[[G2]][%[[S2]]], %[[P2]] : <1>
+// CHECK-NEXT: qlanv.barrier_wait %[[G2]][%[[S2]]], %[[P2]] {qla.what = {{"[a-z0-9_]+\.?[a-z]*"}}} : <1>
 // CHECK-NEXT: qlanv.ring_advance %[[R2]] : <1>
 // CHECK-NEXT: return
 func.func @grouped(%A: !qla.global<bf16, 2>, %W: !qla.global<f32, 2>, %i: index, %n: index) {

@@ -70,13 +70,13 @@ func.func @three_independent(%n: index) {
 
 // -----
 
-// The second gemm accumulates into the first's C: two waits.
+// The second gemm accumulates into the first's C, with the same shape and
+// shared operands: the tensor cores order the two, so one wait after both.
 // CHECK-LABEL: func.func @same_accumulator
 // CHECK: %[[C:.*]] = qla.alloc_frag : <64x64xf32, acc x1>
 // CHECK-NEXT: qlanv.wgmma_fence %[[C]]
 // CHECK-NEXT: qlanv.wgmma
 // CHECK-NEXT: qlanv.wgmma_commit
-// CHECK-NEXT: qlanv.wgmma_wait 0 %[[C]] :
 // CHECK-NEXT: qlanv.wgmma_fence %[[C]]
 // CHECK-NEXT: qlanv.wgmma {{.*}}accumulate
 // CHECK-NEXT: qlanv.wgmma_commit
@@ -88,6 +88,28 @@ func.func @same_accumulator() {
   %c = qla.alloc_frag : !qla.frag<64x64xf32, acc x1>
   qla.gemm %a, %b, %c : !qla.smem<64x64xbf16, swizzle 128>, !qla.smem<64x64xbf16, swizzle 128>, !qla.frag<64x64xf32, acc x1>
   qla.gemm %a, %b, %c {accumulate} : !qla.smem<64x64xbf16, swizzle 128>, !qla.smem<64x64xbf16, swizzle 128>, !qla.frag<64x64xf32, acc x1>
+  return
+}
+
+// -----
+
+// The same accumulator, but the second product's A comes from registers (or
+// its shape differs): two waits.
+// CHECK-LABEL: func.func @same_accumulator_register_a
+// CHECK: qlanv.wgmma_commit
+// CHECK-NEXT: qlanv.wgmma_wait 0
+// CHECK-NEXT: qlanv.wgmma_fence
+// CHECK-NEXT: qlanv.wgmma {{.*}}accumulate
+// CHECK-NEXT: qlanv.wgmma_commit
+// CHECK-NEXT: qlanv.wgmma_wait 0
+// CHECK-NEXT: return
+func.func @same_accumulator_register_a() {
+  %a = qla.alloc_shared : !qla.smem<64x64xbf16, swizzle 128>
+  %b = qla.alloc_shared : !qla.smem<64x64xbf16, swizzle 128>
+  %p = qla.alloc_frag : !qla.frag<64x64xbf16, acc x1>
+  %c = qla.alloc_frag : !qla.frag<64x64xf32, acc x1>
+  qla.gemm %a, %b, %c : !qla.smem<64x64xbf16, swizzle 128>, !qla.smem<64x64xbf16, swizzle 128>, !qla.frag<64x64xf32, acc x1>
+  qla.gemm %p, %b, %c {accumulate} : !qla.frag<64x64xbf16, acc x1>, !qla.smem<64x64xbf16, swizzle 128>, !qla.frag<64x64xf32, acc x1>
   return
 }
 

@@ -27,6 +27,12 @@ struct CompileOptions {
   // Shared → global copies of a role's own tiles by TMA where the slice lies
   // whole in the tensor (docs/internals.md); false: always by threads.
   bool tmaStores = true;
+  // Record every channel wait, wgmma wait and slot release with its clock64
+  // into a device buffer of the module (qla/device/trace.cuh), read back by
+  // qla_trace_dump (docs/internals.md, "Tracing"). Off by default;
+  // QLA_TRACE=1 turns it on for JIT compiles. The traced kernel is a
+  // different symbol (and cache entry) from the untraced one.
+  bool trace = false;
 };
 
 // The NVRTC option that puts line info into the cubin (same as nvcc -lineinfo).

@@ -13,3 +13,4 @@
 #include "qla/device/regs.cuh"
 #include "qla/device/math.cuh"
 #include "qla/device/smem_layout.cuh"
+#include "qla/device/trace.cuh"

@@ -80,6 +80,15 @@ class LoadedKernel {
   std::unique_ptr<Impl> impl_;
 };
 
+// Writes the traces of every loaded kernel compiled with tracing
+// (CompileOptions::trace) to `path` after synchronizing the context, and
+// clears their buffers. Returns how many kernels it wrote (0: none is
+// traced, and no file is written). Throws Error on a driver or file error.
+// The format: per kernel "QLATRACE1 <symbol> <site text bytes> <words>\n",
+// the site text, the buffer (qla/device/trace.cuh); python/qla/trace.py
+// (python -m qla.trace) reads it.
+int dumpTraces(const std::string &path);
+
 // Element strides of `t` (its own, or contiguous row-major when empty).
 std::vector<int64_t> effectiveStrides(const TensorArg &t);
 

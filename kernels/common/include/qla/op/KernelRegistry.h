@@ -2,6 +2,9 @@
 // (embedded .qla file + -D constants), compiled once per process (JIT, QLA's
 // kernel cache underneath) and loaded once per CUDA context. Slots live as
 // long as the process, so pointers to them may be memoized. Thread-safe.
+// Where $QLA_KERNEL_DIR names a folder holding a file of the same name, that
+// file's text replaces the embedded source (read at the slot's first compile):
+// kernel variants measured without rebuilding the library.
 // Throws op::Error naming the kernel file and its constants.
 #pragma once
 
