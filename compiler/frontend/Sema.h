@@ -40,6 +40,10 @@ class Sema {
     ParallelStmt *parallel = nullptr;  // enclosing parallel block
     PipelineStmt *pipeline = nullptr;  // enclosing pipeline
     bool prologue = false;             // in a top-level for/if of a kernel with roles
+    // In a branch of a constant condition that is not taken, or in an absent
+    // role: checked, but its puts and gets make no role a channel's producer
+    // or consumer (IRGen builds none of it).
+    bool dead = false;
   };
   struct CtxGuard {
     Sema &s;

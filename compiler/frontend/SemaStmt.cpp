@@ -601,7 +601,11 @@ void Sema::checkIf(IfStmt &s) {
     error(s.cond->loc, std::string("a condition must be bool, got ") + scalarTypeName(s.cond->type));
   CtxGuard c(*this);
   ctx_.prologue = c.saved.prologue || (c.saved.topLevel && roleKernel_);
+  // A constant condition: the side not taken is checked as dead code.
+  const bool known = s.cond->isConst() && s.cond->type == ScalarType::Bool;
+  ctx_.dead = c.saved.dead || (known && !s.cond->value->b);
   checkBlock(s.thenBlock);
+  ctx_.dead = c.saved.dead || (known && s.cond->value->b);
   if (s.elseBlock) checkBlock(*s.elseBlock);
 }
 
@@ -625,7 +629,12 @@ void Sema::checkRole(RoleStmt &s) {
     if (auto v = constInt(s.regsExpr, "the register budget")) s.regs = *v;
     else regsOk = false;
   }
+  s.absent = false;
   if (!rangeOk) {
+  } else if (s.wgFirst == s.wgLast + 1 && (s.wgFirstExpr || s.wgLastExpr)) {
+    // `warpgroups F .. F - 1` from constant expressions: this
+    // specialization has no such role.
+    s.absent = true;
   } else if (s.wgFirst > s.wgLast) {
     error(s.wgLastLoc, "empty warpgroup range " + std::to_string(s.wgFirst) + " .. " + std::to_string(s.wgLast));
     rangeOk = false;
@@ -636,7 +645,7 @@ void Sema::checkRole(RoleStmt &s) {
               std::to_string(k.numWarpgroups - 1));
     rangeOk = false;
   }
-  if (rangeOk)
+  if (rangeOk && !s.absent)
     for (RoleStmt *r : k.roles)
       if (s.wgFirst <= r->wgLast && r->wgFirst <= s.wgLast) {
         error(s.nameLoc, "role '" + s.name + "' overlaps role '" + r->name + "' (both use warpgroup " +
@@ -646,10 +655,11 @@ void Sema::checkRole(RoleStmt &s) {
   // setmaxnreg takes a multiple of 8 in [24, 256].
   if (regsOk && s.regsLoc.line != 0 && (s.regs < 24 || s.regs > 256 || s.regs % 8 != 0))
     error(s.regsLoc, "regs must be a multiple of 8 between 24 and 256, got " + std::to_string(s.regs));
-  s.index = int(k.roles.size());
-  k.roles.push_back(&s);
+  s.index = s.absent ? -1 : int(k.roles.size());
+  if (!s.absent) k.roles.push_back(&s);
   CtxGuard c(*this);
   ctx_.role = &s;
+  ctx_.dead = c.saved.dead || s.absent;
   checkBlock(s.body);
 }
 
@@ -694,7 +704,7 @@ void Sema::checkSlot(SlotStmt &s) {
                               std::to_string(s.bindings.size()) + " name" + (s.bindings.size() == 1 ? "" : "s"));
     // One producer role; any number of consumer roles, none of them the producer.
     bool consumes = s.role && std::find(ch->consumers.begin(), ch->consumers.end(), s.role) != ch->consumers.end();
-    if (s.role) {
+    if (s.role && !ctx_.dead) {
       if (s.isPut() && ch->producer && ch->producer != s.role)
         error(s.loc, "channel '" + ch->name + "' already has its puts in role '" + ch->producer->name +
                          "'; all puts of a channel must be in one role");

@@ -480,6 +480,7 @@ void IRGen::genStmt(const fe::Stmt &s) {
     }
     case SK::Role: {
       auto &r = static_cast<const fe::RoleStmt &>(s);
+      if (r.absent) return;  // an empty warpgroup range: not in this specialization
       auto op = RoleOp::create(b_, l, b_.getStringAttr(r.name), b_.getI64IntegerAttr(r.wgFirst),
                                   b_.getI64IntegerAttr(r.wgLast), b_.getI64IntegerAttr(r.regs));
       if (r.turns) op->setAttr("turns", b_.getUnitAttr());

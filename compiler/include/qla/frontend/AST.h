@@ -715,6 +715,9 @@ struct RoleStmt : Stmt {
   ExprPtr wgFirstExpr, wgLastExpr, regsExpr;
   Block body;
   int index = 0;  // set by sema: position in KernelDecl::roles
+  // An empty range `F .. F - 1` (a specialization without this role): sema
+  // checks the body as in an untaken branch, IRGen builds nothing.
+  bool absent = false;
   RoleStmt(SourceLoc l) : Stmt(StmtKind::Role, std::move(l)) {}
   int64_t numWarpgroups() const { return wgLast - wgFirst + 1; }
   static bool classof(const Stmt *s) { return s->kind == StmtKind::Role; }
