@@ -32,16 +32,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "python"))
 sys.path.insert(0, os.path.join(ROOT, "test", "gpu"))
 
-failures = 0
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checks import Checks  # noqa: E402
 
-
-def check(name, ok, detail=""):
-    global failures
-    print(f"  {'PASS' if ok else 'FAIL'}  {name}")
-    if not ok:
-        failures += 1
-        if detail:
-            print("        " + str(detail).replace("\n", "\n        "))
+check = Checks()
 
 
 def run(code, pythonpath, **env):
@@ -477,8 +471,7 @@ def main():
     contract()
     print("3. FLA's dispatch over stand-ins")
     dispatch(lib)
-    print("ALL PASS" if failures == 0 else f"{failures} FAILED")
-    return 1 if failures else 0
+    return check.summary()
 
 
 if __name__ == "__main__":

@@ -18,16 +18,10 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PACKAGE = os.path.join(ROOT, "python", "qla")
 
-failures = 0
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checks import Checks  # noqa: E402
 
-
-def check(name, ok, detail=""):
-    global failures
-    print(f"  {'PASS' if ok else 'FAIL'}  {name}")
-    if not ok:
-        failures += 1
-        if detail:
-            print("        " + detail.replace("\n", "\n        "))
+check = Checks()
 
 
 def run(args, pythonpath, cwd, **env):
@@ -182,8 +176,7 @@ def main():
         check("qla.fla: test/python/test_fla_backend_cpu.py", p.returncode == 0, p.stderr[-2000:])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print("ALL PASS" if failures == 0 else f"{failures} FAILED")
-    return 1 if failures else 0
+    return check.summary()
 
 
 if __name__ == "__main__":

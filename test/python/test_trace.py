@@ -51,16 +51,10 @@ SITES = ("0 wait load trace.qla:7 vin.put;1 waited load trace.qla:7 vin.put;"
 LOAD = [(0, 0), (1, 50)]                                  # put: waits 50
 MATH = [(2, 200), (3, 300), (4, 400), (5, 450), (6, 500)]  # get: 100, wgmma: 50
 
-failures = 0
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checks import Checks  # noqa: E402
 
-
-def check(name, ok, detail=""):
-    global failures
-    print(f"  {'PASS' if ok else 'FAIL'}  {name}")
-    if not ok:
-        failures += 1
-        if detail:
-            print("        " + str(detail).replace("\n", "\n        "))
+check = Checks()
 
 
 def iteration_starts(iterations):
@@ -186,8 +180,7 @@ def main():
         check("python -m qla.trace FILE --kernel synthetic",
               p.returncode == 0 and f"step {PERIOD} clk" in p.stdout and "qla_other" not in p.stdout,
               p.stdout + p.stderr)
-    print("ALL PASS" if failures == 0 else f"{failures} FAILED")
-    return 1 if failures else 0
+    return check.summary()
 
 
 if __name__ == "__main__":

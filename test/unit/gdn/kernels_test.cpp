@@ -129,10 +129,12 @@ void checkSignature(const KernelSpec &spec, const ForwardConfig &c, const qla::K
     CHECK(info.scalars[i].dtype == e.scalars[i].second);
   }
   // The fused kernel: load, aux and one math warpgroup per 64 columns of its
-  // V slice (BV, V by default); its pass 1 load and math; the others one
-  // warpgroup.
+  // V slice (BV, V by default), and P's own warpgroup at BV = 64 without L2
+  // norm; its pass 1 load and math; the others one warpgroup.
   const int64_t bv = spec.defines.count("BV") ? std::stoll(spec.defines.at("BV")) : c.V;
-  CHECK(info.threads == (spec.file == "gdn_fwd_fused.qla"         ? 256 + 128 * (bv / 64)
+  const bool l2 = spec.defines.count("L2NORM") && spec.defines.at("L2NORM") == "1";
+  const int64_t pw = bv == 64 && !l2 ? 1 : 0;
+  CHECK(info.threads == (spec.file == "gdn_fwd_fused.qla"         ? 256 + 128 * pw + 128 * (bv / 64)
                          : spec.file == "gdn_fwd_fused_pass1.qla" ? 256
                                                                   : 128));
 }
