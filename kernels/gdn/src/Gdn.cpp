@@ -257,7 +257,7 @@ int fusedMode(const ForwardParams &p) {
 
 ForwardShape shapeOf(const ForwardParams &p) {
   ForwardShape s{p.q.shape[0], p.q.shape[1], p.v.shape[2], p.q.shape[3], p.v.shape[3],
-                 p.cu_seqlens ? p.cu_seqlens->shape[0] - 1 : 0};
+                 p.cu_seqlens ? p.cu_seqlens->shape[0] - 1 : 0, 0, 0, {}};
   if (p.cu_seqlens) setSequenceChunks(s, p.cu_seqlens_host);
   return s;
 }
@@ -552,7 +552,7 @@ size_t forwardWorkspaceBytes(DType dtype, int64_t B, int64_t T, int64_t Hv, int6
   if (segmentChunks < -1)
     fail("forwardWorkspaceBytes: segmentChunks = " + std::to_string(segmentChunks) +
          " (0: the cost model, -1: never split, n > 0: segments of n chunks)");
-  return workspaceLayout(dtype, ForwardShape{B, T, Hv, K, V, numSequences}, segmentChunks).total;
+  return workspaceLayout(dtype, ForwardShape{B, T, Hv, K, V, numSequences, 0, 0, {}}, segmentChunks).total;
 }
 
 size_t forwardWorkspaceBytes(const ForwardParams &p) {

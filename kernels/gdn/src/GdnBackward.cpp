@@ -136,7 +136,7 @@ void validate(const BackwardParams &p) {
     if (S <= 0)
       fail("checkpoints are given with segment_chunks = " + std::to_string(S) +
            "; expected the forward's segment length (forwardCheckpointShape)");
-    const ForwardShape shape{B, T, Hv, K, V, p.cu_seqlens ? N : 0};
+    const ForwardShape shape{B, T, Hv, K, V, p.cu_seqlens ? N : 0, 0, 0, {}};
     if (chunks <= S)
       fail("checkpoints are given but segments of segment_chunks = " + std::to_string(S) +
            " chunks cut no sequence (the forward kept no checkpoints for this shape)");
