@@ -187,12 +187,12 @@ def summarize(kt: KernelTrace, block: int, timeline: int, file=sys.stdout) -> No
             if not gt:
                 continue
             k = min(len(gt), len(pt))
-            lags = [gt[i] - pt[i] for i in range(2, k - 2)] if k > 8 else [gt[i] - pt[i] for i in range(k)]
-            early = [gw[i] - pt[i] for i in range(2, k - 2)] if k > 8 else [gw[i] - pt[i] for i in range(k)]
-            p(f"   {ch:6s} wg{pwg} -> wg{wg} ({site[ev[0][0]].role}): filled→taken {med(lags):7.0f}, "
-              f"consumer ready {-med(early):7.0f} before filled" if med(early) < 0 else
-              f"   {ch:6s} wg{pwg} -> wg{wg} ({site[ev[0][0]].role}): filled→taken {med(lags):7.0f}, "
-              f"consumer came {med(early):7.0f} after filled")
+            steady = range(2, k - 2) if k > 8 else range(k)
+            lag = med([gt[i] - pt[i] for i in steady])
+            early = med([gw[i] - pt[i] for i in steady])
+            when = (f"consumer ready {-early:7.0f} before filled" if early < 0 else
+                    f"consumer came {early:7.0f} after filled")
+            p(f"   {ch:6s} wg{pwg} -> wg{wg} ({site[ev[0][0]].role}): filled→taken {lag:7.0f}, {when}")
 
 
 def main(argv=None) -> int:

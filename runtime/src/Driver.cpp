@@ -538,11 +538,9 @@ LoadedKernel::~LoadedKernel() {
   {
     ModuleRegistry &r = moduleRegistry();
     std::lock_guard<std::mutex> lock(r.mu);
-    for (size_t i = 0; i < r.modules.size(); ++i)
-      if (r.modules[i].second == impl_->module) {
-        r.modules.erase(r.modules.begin() + long(i));
-        break;
-      }
+    r.modules.erase(std::remove_if(r.modules.begin(), r.modules.end(),
+                                   [&](const auto &m) { return m.second == impl_->module; }),
+                    r.modules.end());
   }
   a.cuModuleUnload(impl_->module);
 }
@@ -555,7 +553,8 @@ int dumpTraces(const std::string &path) {
   check(a.cuCtxSynchronize(), "cuCtxSynchronize", "while dumping traces");
   ModuleRegistry &r = moduleRegistry();
   std::lock_guard<std::mutex> lock(r.mu);
-  std::FILE *f = nullptr;
+  // Opened at the first traced module (none: no file); closed on any error too.
+  std::unique_ptr<std::FILE, int (*)(std::FILE *)> f(nullptr, &std::fclose);
   int n = 0;
   for (auto &[name, module] : r.modules) {
     CUdeviceptr buf = 0, sites = 0;
@@ -570,17 +569,17 @@ int dumpTraces(const std::string &path) {
     check(a.cuMemsetD8_v2(buf, 0, bufBytes), "cuMemsetD8", "(trace of " + name + ")");
     while (!text.empty() && text.back() == '\0') text.pop_back();
     if (!f) {
-      f = std::fopen(path.c_str(), "wb");
+      f.reset(std::fopen(path.c_str(), "wb"));
       if (!f) throw Error("dumpTraces: cannot write " + path + ": " + std::strerror(errno));
     }
     // Per kernel: "QLATRACE1 <symbol> <site bytes> <words>\n", the sites
     // text, the words (little-endian u64).
-    std::fprintf(f, "QLATRACE1 %s %zu %zu\n", name.c_str(), text.size(), words.size());
-    std::fwrite(text.data(), 1, text.size(), f);
-    std::fwrite(words.data(), 8, words.size(), f);
+    std::fprintf(f.get(), "QLATRACE1 %s %zu %zu\n", name.c_str(), text.size(), words.size());
+    std::fwrite(text.data(), 1, text.size(), f.get());
+    std::fwrite(words.data(), 8, words.size(), f.get());
     ++n;
   }
-  if (f && std::fclose(f) != 0) throw Error("dumpTraces: writing " + path + " failed");
+  if (f && std::fclose(f.release()) != 0) throw Error("dumpTraces: writing " + path + " failed");
   return n;
 }
 
