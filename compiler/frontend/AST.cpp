@@ -493,7 +493,8 @@ class Dumper {
     case StmtKind::Role: {
       auto &x = static_cast<const RoleStmt &>(s);
       line(ind, "role " + x.name + " warpgroups " + std::to_string(x.wgFirst) + ".." + std::to_string(x.wgLast) +
-                    " regs " + std::to_string(x.regs) + (x.turns ? " turns" : ""));
+                    " regs " + std::to_string(x.regs) + (x.turns ? " turns" : "") +
+                    (x.partialWaits ? " partial_waits" : ""));
       block(ind + 1, x.body);
       return;
     }

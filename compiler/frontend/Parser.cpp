@@ -491,7 +491,8 @@ class Parser {
     } else {
       fail(cur().loc, "expected 'warpgroup' or 'warpgroups' after 'role " + n.text + ":', found " + found());
     }
-    // `, regs R` and `, turns`, each at most once, in either order.
+    // `, regs R`, `, turns` and `, partial_waits[(COND)]`, each at most
+    // once, in any order.
     bool regs = false;
     while (accept(Tok::Comma)) {
       if (!regs && accept(Tok::KwRegs)) {
@@ -500,9 +501,24 @@ class Parser {
       } else if (!s->turns && cur().kind == Tok::Ident && cur().text == "turns") {
         s->turns = true;
         take();
+      } else if (!s->partialWaitsGiven && cur().kind == Tok::Ident && cur().text == "partial_waits") {
+        s->partialWaitsGiven = true;
+        s->partialWaits = true;
+        s->partialWaitsLoc = take().loc;
+        if (accept(Tok::LParen)) {
+          s->partialWaitsLoc = cur().loc;
+          s->partialWaitsExpr = parseExpr();
+          expect(Tok::RParen, "after the partial_waits condition");
+        }
       } else {
-        fail(cur().loc, std::string("expected ") + (regs ? "" : "'regs'") + (!regs && !s->turns ? " or " : "") +
-                            (s->turns ? "" : "'turns'") + " after ',', found " + found());
+        std::vector<std::string> left;
+        if (!regs) left.push_back("'regs'");
+        if (!s->turns) left.push_back("'turns'");
+        if (!s->partialWaitsGiven) left.push_back("'partial_waits'");
+        std::string expected;
+        for (size_t i = 0; i < left.size(); ++i)
+          expected += (i == 0 ? "" : i + 1 == left.size() ? " or " : ", ") + left[i];
+        fail(cur().loc, "expected " + expected + " after ',', found " + found());
       }
     }
     parseBlock(s->body);

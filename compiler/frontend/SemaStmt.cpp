@@ -629,6 +629,20 @@ void Sema::checkRole(RoleStmt &s) {
     if (auto v = constInt(s.regsExpr, "the register budget")) s.regs = *v;
     else regsOk = false;
   }
+  if (s.partialWaitsExpr) {
+    // A constant condition of the specialization constants.
+    const char *what = "the partial_waits condition";
+    checkExpr(s.partialWaitsExpr);
+    const Expr &e = *s.partialWaitsExpr;
+    if (e.type == ScalarType::Unknown) {
+    } else if (e.type != ScalarType::Bool) {
+      error(e.loc, std::string(what) + " must be a bool, got " + scalarTypeName(e.type));
+    } else if (!e.value) {
+      requireConst(e, what);
+    } else {
+      s.partialWaits = e.value->b;
+    }
+  }
   s.absent = false;
   if (!rangeOk) {
   } else if (s.wgFirst == s.wgLast + 1 && (s.wgFirstExpr || s.wgLastExpr)) {

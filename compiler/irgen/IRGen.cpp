@@ -484,6 +484,7 @@ void IRGen::genStmt(const fe::Stmt &s) {
       auto op = RoleOp::create(b_, l, b_.getStringAttr(r.name), b_.getI64IntegerAttr(r.wgFirst),
                                   b_.getI64IntegerAttr(r.wgLast), b_.getI64IntegerAttr(r.regs));
       if (r.turns) op->setAttr("turns", b_.getUnitAttr());
+      if (r.partialWaits) op->setAttr("partial_waits", b_.getUnitAttr());
       OpBuilder::InsertionGuard guard(b_);
       Block *body = b_.createBlock(&op.getBody());
       b_.setInsertionPointToEnd(body);

@@ -14,6 +14,14 @@ using namespace mlir::qlanv;
 
 namespace {
 
+// Whether partial waits apply to `op`: everywhere with the pass option, else
+// inside a role marked `partial_waits` (the language's role option).
+bool partialAt(Operation *op, bool everywhere) {
+  if (everywhere) return true;
+  auto r = op->getParentOfType<RoleOp>();
+  return r && r->hasAttr("partial_waits");
+}
+
 // Frags that a wgmma chain (fence, wgmma, commit, wait) reads or writes.
 SmallVector<Value> chainFrags(WgmmaWaitOp wait) {
   SmallVector<Value> fs(wait.getFrags().begin(), wait.getFrags().end());
@@ -47,11 +55,12 @@ bool chainGap(Operation *op) {
 // register-sourced A (Sᵀ cast once, multiplied by two operands) are
 // independent too; only an accumulator of one that the other touches
 // conflicts.
-void mergeWaits(func::FuncOp fn, bool sharedA) {
+void mergeWaits(func::FuncOp fn, bool partialEverywhere) {
   SmallVector<WgmmaWaitOp> waits;
   fn.walk([&](WgmmaWaitOp w) { waits.push_back(w); });
   for (WgmmaWaitOp w : waits) {
     if (w.getPending() != 0) continue;
+    const bool sharedA = partialAt(w, partialEverywhere);
     SmallVector<Value> fs = chainFrags(w);
     Operation *o = w->getNextNode();
     while (o && chainGap(o)) o = o->getNextNode();
@@ -185,15 +194,47 @@ bool stagingAside(Operation *op, ArrayRef<Group> pending) {
   return true;
 }
 
+// The wgmma chains that start at `op` and share the wait right after them
+// (as mergeWaits leaves them: fence, wgmma, commit, with chainGap ops
+// between chains), with the last op before that wait; none when `op` does
+// not start such chains.
+std::pair<Operation *, SmallVector<Group>> laterChains(Operation *op) {
+  SmallVector<Group> gs;
+  Operation *o = op;
+  while (o && !isa<WgmmaWaitOp>(o)) {
+    if (chainGap(o)) {
+      o = o->getNextNode();
+      continue;
+    }
+    auto fence = dyn_cast<WgmmaFenceOp>(o);
+    auto mma = fence ? dyn_cast_or_null<WgmmaOp>(fence->getNextNode()) : WgmmaOp();
+    auto commit = mma ? dyn_cast_or_null<WgmmaCommitOp>(mma->getNextNode()) : WgmmaCommitOp();
+    if (!commit) return {nullptr, {}};
+    Group g;
+    g.acc = mma.getC();
+    g.touched.assign(fence.getFrags().begin(), fence.getFrags().end());
+    if (isa<SharedType>(mma.getA().getType())) g.reads.push_back(mma.getA());
+    g.reads.push_back(mma.getB());
+    gs.push_back(g);
+    o = commit->getNextNode();
+  }
+  auto next = dyn_cast_or_null<WgmmaWaitOp>(o);
+  if (gs.empty() || !next || next.getPending() != 0 || next.getFrags().size() != gs.size() ||
+      llvm::any_of(gs, [&](const Group &g) { return !llvm::is_contained(next.getFrags(), g.acc); }))
+    return {nullptr, {}};
+  return {next->getPrevNode(), gs};
+}
+
 // qla-lower-to-qlanv{partial-waits}: see the pass description.
-void sinkWaits(func::FuncOp fn) {
+void sinkWaits(func::FuncOp fn, bool partialEverywhere) {
   SmallVector<WgmmaWaitOp> waits;
   fn.walk([&](WgmmaWaitOp w) { waits.push_back(w); });
+  llvm::SmallPtrSet<Operation *, 8> joined;  // waits whose groups joined an earlier wait's
   for (WgmmaWaitOp w : waits) {
-    if (w.getPending() != 0) continue;
+    if (joined.contains(w.getOperation()) || w.getPending() != 0 || !partialAt(w, partialEverywhere)) continue;
     SmallVector<Group> gs = groupsOf(w);
     if (gs.empty()) continue;
-    const int64_t n = int64_t(gs.size());
+    int64_t n = int64_t(gs.size());
     int64_t done = 0;  // groups 0 .. done-1 are waited for
     auto waitThrough = [&](OpBuilder &b, int64_t k) {  // groups 0 .. k complete
       SmallVector<Value> accs;
@@ -203,6 +244,29 @@ void sinkWaits(func::FuncOp fn) {
     };
     Operation *o = w->getNextNode();
     for (; o && done < n; o = o->getNextNode()) {
+      // A later product (its chains up to their shared wait) is issued
+      // while these groups are in flight, once the groups it touches are
+      // waited for: its groups join the pending ones (committed after
+      // them), and its wait sinks with theirs.
+      if (auto [last, later] = laterChains(o); !later.empty()) {
+        int64_t need = -1;
+        for (Operation *c = o; c != last->getNextNode(); c = c->getNextNode()) {
+          SmallVector<Value> t = touchedFrags(c);
+          for (int64_t i = 0; i < n; ++i)
+            if (llvm::any_of(gs[i].touched, [&](Value v) { return llvm::is_contained(t, v); })) need = std::max(need, i);
+        }
+        if (need >= done) {
+          OpBuilder b(o);
+          waitThrough(b, need);
+        }
+        WgmmaWaitOp next = cast<WgmmaWaitOp>(last->getNextNode());
+        joined.insert(next.getOperation());
+        next.erase();
+        gs.append(later.begin(), later.end());
+        n = int64_t(gs.size());
+        o = last;
+        continue;
+      }
       SmallVector<Value> t = touchedFrags(o);
       int64_t need = -1;
       for (int64_t i = 0; i < n; ++i)
@@ -268,7 +332,7 @@ struct LowerToQlanv : ::mlir::qla::impl::QlaLowerToQlanvBase<LowerToQlanv> {
       g.erase();
     }
     if (!failed) mergeWaits(fn, partialWaits);
-    if (!failed && partialWaits) sinkWaits(fn);
+    if (!failed) sinkWaits(fn, partialWaits);
 
     SmallVector<RoleOp> roles;
     fn.walk([&](RoleOp r) { roles.push_back(r); });

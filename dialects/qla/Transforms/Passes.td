@@ -56,7 +56,9 @@ def QlaLowerToQlanv : Pass<"qla-lower-to-qlanv", "::mlir::func::FuncOp"> {
     operands (the tensor cores order those; `s += A1 B1; s += A2 B2` waits
     once, after both).
 
-    With `partial-waits`, each wait that independent gemms share moves down
+    With `partial-waits` (or inside a `qla.role` carrying the unit attribute
+    `partial_waits`, the language's role option), each wait that independent
+    gemms share moves down
     past the work that touches none of their fragments and reads no shared
     memory it could race with (fragment maps and casts of other fragments,
     shared-to-fragment and global-to-fragment copies, scalar arithmetic, and
@@ -66,9 +68,12 @@ def QlaLowerToQlanv : Pass<"qla-lower-to-qlanv", "::mlir::func::FuncOp"> {
     of n committed groups waits with N = n - 1 - k groups still in flight.
     It also steps over an output's staging: a fragment → shared copy into a
     plain tile (not a ring slot) that no group in flight reads, and a
-    shared → global store. It stops at the first op it cannot step over
-    (any other write to shared memory, an arrival such as a get's release or
-    another barrier, a loop, another wgmma) with `wgmma_wait 0`.
+    shared → global store. A later product (its chains up to their shared
+    wait) is issued while the groups are in flight, once those whose
+    fragments it touches are waited for; its groups join the pending ones.
+    It stops at the first op it cannot step over (any other write to shared
+    memory, an arrival such as a get's release or another barrier, a loop)
+    with `wgmma_wait 0`.
   }];
   let options = [
     Option<"partialWaits", "partial-waits", "bool", /*default=*/"false",

@@ -697,7 +697,8 @@ struct IfStmt : Stmt {
   static bool classof(const Stmt *s) { return s->kind == StmtKind::If; }
 };
 
-// role NAME: warpgroup(s) FIRST[..LAST] [, regs R] [, turns] { body }  (top level only)
+// role NAME: warpgroup(s) FIRST[..LAST] [, regs R] [, turns] [, partial_waits[(COND)]] { body }
+// (top level only)
 struct RoleStmt : Stmt {
   std::string name;
   SourceLoc nameLoc;
@@ -709,6 +710,15 @@ struct RoleStmt : Stmt {
   // (warpgroup 0's first, then 1's, ...), so that one's products run while
   // the others compute on CUDA cores; the compiler derives the hand-offs.
   bool turns = false;
+  // `partial_waits` (or `partial_waits(COND)`, COND a constant expression):
+  // in this role each product is waited for just before the first use of its
+  // result, and later products are issued while earlier ones are in flight
+  // (the compiler option partialWaits, for one role). partialWaitsExpr: the
+  // condition, folded by sema; null for the bare flag.
+  bool partialWaits = false;
+  bool partialWaitsGiven = false;
+  SourceLoc partialWaitsLoc;
+  ExprPtr partialWaitsExpr;
   // Non-literal warpgroup indices and regs (constant expressions of the
   // specialization constants, `2 .. 1 + BV / 64`): folded into the ints
   // above by sema; null for a literal.
