@@ -108,6 +108,22 @@ def main():
             ref[c0:c0 + 64] = m @ xc
         report(f"compute_channel T={t}", rms_rel(y, ref), 1e-2, y)
 
+    # (f) partial waits in a role (`partial_waits`): a later product issued
+    # while an earlier one is in flight, waits at first use, Z stored one
+    # chunk late; T=257 and T=1000 end inside a chunk and inside a block.
+    k = qla.compile(os.path.join(ROOT, "examples", "overlap_products.qla"))
+    for t in (64, 256, 257, 1000, 4096):
+        x = torch.randn(t, 64, device="cuda", generator=gen).to(torch.bfloat16)
+        a, b = (torch.randn(64, 64, device="cuda", generator=gen).mul(0.125).to(torch.bfloat16) for _ in range(2))
+        y = torch.full((t, 64), float("nan"), device="cuda")
+        z = torch.full((t, 64), float("nan"), device="cuda", dtype=torch.bfloat16)
+        k(x, a, b, y, z)
+        torch.cuda.synchronize()
+        xd, ad, bd = x.double(), a.double(), b.double()
+        ref_y = 2 * (xd @ ad.T).to(torch.bfloat16).double() @ bd.T  # the kernel casts X Aᵀ to bf16
+        report(f"overlap_products T={t} Y", rms_rel(y, ref_y), 1e-2, y)
+        report(f"overlap_products T={t} Z", rms_rel(z, xd @ bd), 1e-2, z)
+
     print("ALL PASS" if failures == 0 else f"{failures} FAILED")
     return 1 if failures else 0
 

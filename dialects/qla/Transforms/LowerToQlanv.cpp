@@ -1,6 +1,7 @@
 // Lowering to qlanv: gemm → wgmma chain, role → warpgroup region.
 #include "dialects/qla/Transforms/Passes.h"
 
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace mlir::qla {
@@ -132,6 +133,15 @@ bool steppable(Operation *op) {
       if (!(isa<ElemReadOp, ElemWriteOp, GlobalReadOp, FragPickOp, qla::YieldOp>(o) || scalar(o))) ok = false;
     });
     return ok;
+  }
+  // A runtime `if` whose branches hold only such ops (a mask applied in a
+  // sequence's last chunk only).
+  if (auto ifOp = dyn_cast<scf::IfOp>(op)) {
+    for (Region *r : {&ifOp.getThenRegion(), &ifOp.getElseRegion()})
+      for (Block &b : *r)
+        for (Operation &o : b)
+          if (!isa<scf::YieldOp>(o) && !steppable(&o)) return false;
+    return true;
   }
   return scalar(op);
 }

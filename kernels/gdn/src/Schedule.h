@@ -68,7 +68,13 @@ struct MachineModel {
   // operands = f16); bench/results/gdn_fused_mma_inverse_h200_2026-12-01.log):
   // 16/64 1x32768 (64-wide slices, one wave of 128 CTAs) 1.345 ms over 512
   // chunks; 16/64 and 8/32 at 8192x4 (whole heads, two waves and one) 0.891
-  // and 0.460 ms over 128 chunks.
+  // and 0.460 ms over 128 chunks. (Fifteenth session: the kernel's step is
+  // now about 2.2 µs at BV = 64 and 3.2-3.3 at whole heads, but fitted so,
+  // 2.21 and 3.3, the model gave up split whole heads for unsplit 64-wide
+  // slices at 24 and 32 heads, 1.05-1.24x slower on 20 of FlashQLA's rows,
+  // faster on 7: the split's costs below are too high. These constants keep
+  // the measured plans until the split's are refitted; docs/performance.md,
+  // 2026-12-04.)
   double fusedChunkUs = 2.62;
   double fusedHeadChunkUs = 3.5;
   // The fused path's context parallelism: prepare's T (OUT_T=1), SM time per
