@@ -155,6 +155,21 @@ struct Group {
   SmallVector<Value> reads;    // shared operands: B and a shared A
   Value acc;
 };
+// One chain's group: its accumulator, the fragments its fence names, the
+// shared operands it reads.
+Group groupOf(WgmmaFenceOp fence, WgmmaOp mma) {
+  Group g;
+  g.acc = mma.getC();
+  g.touched.assign(fence.getFrags().begin(), fence.getFrags().end());
+  if (isa<SharedType>(mma.getA().getType())) g.reads.push_back(mma.getA());
+  g.reads.push_back(mma.getB());
+  return g;
+}
+// Whether `wait` covers exactly these groups' accumulators.
+bool coversExactly(WgmmaWaitOp wait, ArrayRef<Group> gs) {
+  return !gs.empty() && wait.getFrags().size() == gs.size() &&
+         llvm::all_of(gs, [&](const Group &g) { return llvm::is_contained(wait.getFrags(), g.acc); });
+}
 SmallVector<Group> groupsOf(WgmmaWaitOp wait) {
   SmallVector<Group> rev;
   Operation *o = wait->getPrevNode();
@@ -167,21 +182,11 @@ SmallVector<Group> groupsOf(WgmmaWaitOp wait) {
     auto mma = commit ? dyn_cast_or_null<WgmmaOp>(commit->getPrevNode()) : WgmmaOp();
     auto fence = mma ? dyn_cast_or_null<WgmmaFenceOp>(mma->getPrevNode()) : WgmmaFenceOp();
     if (!fence) break;
-    Group g;
-    g.acc = mma.getC();
-    g.touched.assign(fence.getFrags().begin(), fence.getFrags().end());
-    if (isa<SharedType>(mma.getA().getType())) g.reads.push_back(mma.getA());
-    g.reads.push_back(mma.getB());
-    rev.push_back(g);
+    rev.push_back(groupOf(fence, mma));
     o = fence->getPrevNode();
   }
   SmallVector<Group> gs(rev.rbegin(), rev.rend());
-  // The wait must cover exactly these groups' accumulators.
-  SmallVector<Value> accs;
-  for (Group &g : gs) accs.push_back(g.acc);
-  if (gs.empty() || wait.getFrags().size() != accs.size() ||
-      llvm::any_of(wait.getFrags(), [&](Value v) { return !llvm::is_contained(accs, v); }))
-    return {};
+  if (!coversExactly(wait, gs)) return {};
   return gs;
 }
 
@@ -220,18 +225,11 @@ std::pair<Operation *, SmallVector<Group>> laterChains(Operation *op) {
     auto mma = fence ? dyn_cast_or_null<WgmmaOp>(fence->getNextNode()) : WgmmaOp();
     auto commit = mma ? dyn_cast_or_null<WgmmaCommitOp>(mma->getNextNode()) : WgmmaCommitOp();
     if (!commit) return {nullptr, {}};
-    Group g;
-    g.acc = mma.getC();
-    g.touched.assign(fence.getFrags().begin(), fence.getFrags().end());
-    if (isa<SharedType>(mma.getA().getType())) g.reads.push_back(mma.getA());
-    g.reads.push_back(mma.getB());
-    gs.push_back(g);
+    gs.push_back(groupOf(fence, mma));
     o = commit->getNextNode();
   }
   auto next = dyn_cast_or_null<WgmmaWaitOp>(o);
-  if (gs.empty() || !next || next.getPending() != 0 || next.getFrags().size() != gs.size() ||
-      llvm::any_of(gs, [&](const Group &g) { return !llvm::is_contained(next.getFrags(), g.acc); }))
-    return {nullptr, {}};
+  if (!next || next.getPending() != 0 || !coversExactly(next, gs)) return {nullptr, {}};
   return {next->getPrevNode(), gs};
 }
 
