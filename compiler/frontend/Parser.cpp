@@ -493,7 +493,7 @@ class Parser {
     }
     // `, regs R`, `, turns` and `, partial_waits[(COND)]`, each at most
     // once, in any order.
-    bool regs = false;
+    bool regs = false, partialWaits = false;
     while (accept(Tok::Comma)) {
       if (!regs && accept(Tok::KwRegs)) {
         regs = true;
@@ -501,12 +501,10 @@ class Parser {
       } else if (!s->turns && cur().kind == Tok::Ident && cur().text == "turns") {
         s->turns = true;
         take();
-      } else if (!s->partialWaitsGiven && cur().kind == Tok::Ident && cur().text == "partial_waits") {
-        s->partialWaitsGiven = true;
-        s->partialWaits = true;
-        s->partialWaitsLoc = take().loc;
+      } else if (!partialWaits && cur().kind == Tok::Ident && cur().text == "partial_waits") {
+        partialWaits = s->partialWaits = true;
+        take();
         if (accept(Tok::LParen)) {
-          s->partialWaitsLoc = cur().loc;
           s->partialWaitsExpr = parseExpr();
           expect(Tok::RParen, "after the partial_waits condition");
         }
@@ -514,7 +512,7 @@ class Parser {
         std::vector<std::string> left;
         if (!regs) left.push_back("'regs'");
         if (!s->turns) left.push_back("'turns'");
-        if (!s->partialWaitsGiven) left.push_back("'partial_waits'");
+        if (!partialWaits) left.push_back("'partial_waits'");
         std::string expected;
         for (size_t i = 0; i < left.size(); ++i)
           expected += (i == 0 ? "" : i + 1 == left.size() ? " or " : ", ") + left[i];

@@ -134,8 +134,7 @@ bool steppable(Operation *op) {
     });
     return ok;
   }
-  // A runtime `if` whose branches hold only such ops (a mask applied in a
-  // sequence's last chunk only).
+  // A runtime `if` whose branches hold only such ops.
   if (auto ifOp = dyn_cast<scf::IfOp>(op)) {
     for (Region *r : {&ifOp.getThenRegion(), &ifOp.getElseRegion()})
       for (Block &b : *r)
@@ -250,6 +249,14 @@ void sinkWaits(func::FuncOp fn, bool partialEverywhere) {
       WgmmaWaitOp::create(b, w.getLoc(), b.getI64IntegerAttr(n - 1 - k), accs);
       done = k + 1;
     };
+    // The last pending group whose fragments `op` reads or writes (-1: none).
+    auto lastTouched = [&](Operation *op) {
+      SmallVector<Value> t = touchedFrags(op);
+      int64_t last = -1;
+      for (int64_t i = 0; i < n; ++i)
+        if (llvm::any_of(gs[i].touched, [&](Value v) { return llvm::is_contained(t, v); })) last = i;
+      return last;
+    };
     Operation *o = w->getNextNode();
     for (; o && done < n; o = o->getNextNode()) {
       // A later product (its chains up to their shared wait) is issued
@@ -258,11 +265,7 @@ void sinkWaits(func::FuncOp fn, bool partialEverywhere) {
       // them), and its wait sinks with theirs.
       if (auto [last, later] = laterChains(o); !later.empty()) {
         int64_t need = -1;
-        for (Operation *c = o; c != last->getNextNode(); c = c->getNextNode()) {
-          SmallVector<Value> t = touchedFrags(c);
-          for (int64_t i = 0; i < n; ++i)
-            if (llvm::any_of(gs[i].touched, [&](Value v) { return llvm::is_contained(t, v); })) need = std::max(need, i);
-        }
+        for (Operation *c = o; c != last->getNextNode(); c = c->getNextNode()) need = std::max(need, lastTouched(c));
         if (need >= done) {
           OpBuilder b(o);
           waitThrough(b, need);
@@ -275,10 +278,7 @@ void sinkWaits(func::FuncOp fn, bool partialEverywhere) {
         o = last;
         continue;
       }
-      SmallVector<Value> t = touchedFrags(o);
-      int64_t need = -1;
-      for (int64_t i = 0; i < n; ++i)
-        if (llvm::any_of(gs[i].touched, [&](Value v) { return llvm::is_contained(t, v); })) need = i;
+      const int64_t need = lastTouched(o);
       // (staging: against the groups still in flight once `need` is waited for)
       if (!steppable(o) && !stagingAside(o, ArrayRef<Group>(gs).drop_front(std::max(done, need + 1)))) break;
       if (need >= done) {

@@ -716,8 +716,6 @@ struct RoleStmt : Stmt {
   // (the compiler option partialWaits, for one role). partialWaitsExpr: the
   // condition, folded by sema; null for the bare flag.
   bool partialWaits = false;
-  bool partialWaitsGiven = false;
-  SourceLoc partialWaitsLoc;
   ExprPtr partialWaitsExpr;
   // Non-literal warpgroup indices and regs (constant expressions of the
   // specialization constants, `2 .. 1 + BV / 64`): folded into the ints
