@@ -88,6 +88,12 @@ struct AssignResources : ::mlir::qla::impl::QlaAssignResourcesBase<AssignResourc
     SmallVector<Item> items;
     fn.walk([&](Operation *op) {
       if (auto a = dyn_cast<AllocSharedOp>(op)) {
+        // A tile no op uses (one that only a specialization's untaken
+        // branches read or write) takes no bytes.
+        if (a.getResult().use_empty()) {
+          a.setOffsetAttr(b.getI64IntegerAttr(0));
+          return;
+        }
         Block *home = a->getBlock();
         int64_t endPos = pos[a];
         // Uses, through slot views; an async read (wgmma) lasts until the

@@ -92,7 +92,8 @@ def QlaAssignResources : Pass<"qla-assign-resources", "::mlir::func::FuncOp"> {
   let description = [{
     Gives every shared tile and mbarrier array a byte offset in the dynamic
     shared-memory arena (1024-byte aligned for swizzled tiles; tiles whose
-    lifetimes are disjoint regions share bytes), records the arena size in
+    lifetimes are disjoint regions share bytes; a tile no op uses takes
+    none), records the arena size in
     `qla.smem_bytes`, and inserts `setmaxnreg` at the top of every role
     whose budget differs from the launch default. Budgets that exceed the
     register file are an error.

@@ -72,25 +72,30 @@ func.func @arena(%n: index) {
 
 // The GEMM's arena: 4 × 16 KiB + 4 × 32 KiB of slots; tiles nested in regions
 // are laid out too. A kernel with warp-specialized roles (qlanv.warpgroups)
-// gets no sharing: tiles in program order, although none of them is used.
+// gets no sharing: tiles in program order, although their live ranges (each
+// used once, right after its alloc) are disjoint.
 // The barriers go after every tile, also the one inside the role.
 // CHECK-LABEL: func.func @gemm_arena
 // 65536 + 131072 = 196608; the role's 32-byte tile at 196608 (128-aligned) to
 // 196640; barriers 196640 + 4 × 8 = 196672, + 4 × 8 = 196704 (16-aligned).
 // CHECK-SAME: qla.smem_bytes = 196704 : i64
 // CHECK: qla.alloc_shared {count = 4 : i64, offset = 0 : i64} : <128x64xbf16, swizzle 128>
-// CHECK-NEXT: qla.alloc_shared {count = 4 : i64, offset = 65536 : i64} : <256x64xbf16, swizzle 128>
-// CHECK-NEXT: qlanv.barriers {arrivals = 1 : i64, offset = 196640 : i64} : <4>
+// CHECK: qla.alloc_shared {count = 4 : i64, offset = 65536 : i64} : <256x64xbf16, swizzle 128>
+// CHECK: qlanv.barriers {arrivals = 1 : i64, offset = 196640 : i64} : <4>
 // CHECK-NEXT: qlanv.barriers {arrivals = 2 : i64, offset = 196672 : i64} : <4>
 // CHECK: qlanv.warpgroups "math"
 // CHECK: qla.alloc_shared {offset = 196608 : i64} : <8xf32>
 func.func @gemm_arena() attributes {qla.threads = 384 : i64} {
+  %c0 = arith.constant 0 : index
   %a = qla.alloc_shared {count = 4 : i64} : !qla.smem<128x64xbf16, swizzle 128>
+  %a0 = qlanv.slot %a[%c0] : !qla.smem<128x64xbf16, swizzle 128>
   %b = qla.alloc_shared {count = 4 : i64} : !qla.smem<256x64xbf16, swizzle 128>
+  %b0 = qlanv.slot %b[%c0] : !qla.smem<256x64xbf16, swizzle 128>
   %full = qlanv.barriers {arrivals = 1 : i64} : !qlanv.barriers<4>
   %empty = qlanv.barriers {arrivals = 2 : i64} : !qlanv.barriers<4>
   qlanv.warpgroups "math" 1 to 2 {
     %t = qla.alloc_shared : !qla.smem<8xf32>
+    %t0 = qlanv.slot %t[%c0] : !qla.smem<8xf32>
   }
   return
 }
@@ -464,6 +469,23 @@ func.func @wgmma_wait_outside_block() {
 
 // -----
 
+// A tile that no op uses (a `shared` declaration that only a specialization's
+// untaken branches read or write) takes no bytes: offset 0, and the arena
+// holds only the used tile.
+// CHECK-LABEL: func.func @unused_tile
+// CHECK-SAME: qla.smem_bytes = 8192 : i64
+// CHECK: qla.alloc_shared {offset = 0 : i64} : <64x64xbf16>
+// CHECK-NEXT: qla.alloc_shared {offset = 0 : i64} : <128x128xbf16>
+func.func @unused_tile() {
+  %c0 = arith.constant 0 : index
+  %a = qla.alloc_shared : !qla.smem<64x64xbf16>
+  %unused = qla.alloc_shared : !qla.smem<128x128xbf16>
+  %a0 = qlanv.slot %a[%c0] : !qla.smem<64x64xbf16>
+  return
+}
+
+// -----
+
 // A declaration (no body) is skipped: no attributes, no crash; the
 // definition after it is still assigned.
 // CHECK-LABEL: func.func private @decl(
@@ -474,7 +496,9 @@ func.func @wgmma_wait_outside_block() {
 // CHECK: qla.alloc_shared {offset = 0 : i64} : <64x64xbf16>
 func.func private @decl(!qla.smem<64x64xbf16>, !qlanv.barriers<1>, index) attributes {qla.threads = 384 : i64}
 func.func @after_decl() {
+  %c0 = arith.constant 0 : index
   %a = qla.alloc_shared : !qla.smem<64x64xbf16>
+  %a0 = qlanv.slot %a[%c0] : !qla.smem<64x64xbf16>
   return
 }
 
@@ -561,7 +585,9 @@ func.func @budgets_implicit() {
 // CHECK-LABEL: func.func @smem_limit
 // CHECK-SAME: qla.smem_bytes = 232448 : i64
 func.func @smem_limit() {
+  %c0 = arith.constant 0 : index
   %a = qla.alloc_shared : !qla.smem<116224xbf16>
+  %a0 = qlanv.slot %a[%c0] : !qla.smem<116224xbf16>
   return
 }
 
@@ -570,7 +596,9 @@ func.func @smem_limit() {
 // One element more does not.
 // expected-error @+1 {{shared memory needed (232464 bytes) exceeds the 232448 bytes a block can have on sm_90}}
 func.func @smem_limit_plus_one() {
+  %c0 = arith.constant 0 : index
   %a = qla.alloc_shared : !qla.smem<116225xbf16>
+  %a0 = qlanv.slot %a[%c0] : !qla.smem<116225xbf16>
   return
 }
 
