@@ -14,6 +14,7 @@ Reference: float64 token-recurrence reverse mode on the SAME bf16-valued inputs 
 
 Usage: python3 errmodel.py [experiment ...]   (see main())
        python3 bench/gdn_bwd_error_model.py t1tail [SEEDS]   (the T = 1 dk tail, docs/gdn.md)
+       python3 bench/gdn_bwd_error_model.py t1hilo [SEEDS]   (... with the hi + lo recompute, HILO=1)
 """
 import sys, time
 import numpy as np
@@ -160,7 +161,9 @@ def head_bwd(q, k, v, g, beta, h0, dO, dht, scale, C, cfg, exact=None):
         gam = GAM[e]
         gl = gam[min(T - 1 - c * C, C - 1)]
         sb = R("H", s)
-        H.append(sb)
+        # hilo: S enters W S as a hi + lo pair (kept: "H" off) but H is stored
+        # in DT for dqk and dh (gdn_fwd_state.qla HILO=1).
+        H.append(bf16(s) if o.get("hilo") else sb)
         Hf.append(s.copy())
         vn = U[e] - W[e] @ sb
         vn[~valid[e]] = 0.0
@@ -168,7 +171,7 @@ def head_bwd(q, k, v, g, beta, h0, dO, dht, scale, C, cfg, exact=None):
         s = s * np.exp(gl) + k[e].T @ vd
         VNf[e] = vn
         VN[e] = R("VN", vn)
-    H.append(R("H", s))
+    H.append(bf16(s) if o.get("hilo") else R("H", s))
     Hf.append(s.copy())
     S_T = s.copy()
 
@@ -222,7 +225,8 @@ def head_bwd(q, k, v, g, beta, h0, dO, dht, scale, C, cfg, exact=None):
         dq_inter[~vmask] = 0.0
         dq = dq_inter + a1 @ k[e]
         rq = np.sum(q[e] * dq, 1)
-        vr = np.where(vmask[:, None], VN[e] * np.exp(gl - gam)[:, None], 0.0)
+        vnr_src = bf16(VN[e]) if o.get("hilo") else VN[e]   # hilo: dk's Vd from VN's hi part alone
+        vr = np.where(vmask[:, None], vnr_src * np.exp(gl - gam)[:, None], 0.0)
         vr = R("vnr", vr)
         dk_r = vr @ dhs.T
         dk = a1.T @ q[e] + dk_r
@@ -435,10 +439,48 @@ def t1tail(seeds=500):
               f"max {xs[-1]:.2e} over {sum(x > 8e-3 for x in xs)}/{len(xs)}", flush=True)
 
 
+def t1hilo(seeds=1000):
+    """The T = 1 tail with the backward's hi + lo pairs (HILO=1, sixteenth
+    session): U, its factor A diag(beta), V_new, the state's operand of W S
+    and dQK (dqk's operand of dq's and dk's products) kept (hi + lo pairs
+    carry ~16 bits: f32 here), everything else rounded as the kernels do;
+    then the first build (without dQK's pair) and what else would shrink
+    the tail."""
+    allp = set(POINTS)
+    cs = dict(T=1, Hk=2, Hv=4, Kd=128, Vd=128, h0=True, dht=False)
+    rec = {"H", "VN", "U", "abu"}          # the recompute's pairs
+    hilo = rec | {"dqk"}
+    sets = {"kernel before HILO": (set(), {}),
+            "recompute pairs only": (rec, dict(hilo=True)),
+            "HILO (the kernels)": (hilo, dict(hilo=True)),
+            "HILO + W, abw": (hilo | {"W", "abw"}, dict(hilo=True)),
+            "HILO + DW, DVD": (hilo | {"DW", "DVD"}, dict(hilo=True)),
+            "HILO + DW, DVD, pt, W, abw": (hilo | {"DW", "DVD", "pt", "W", "abw"}, dict(hilo=True))}
+    res = {n: [] for n in sets}
+    for sd in range(seeds):
+        cases = [make_case(9000 + 2 * sd + j, dt="bf16", **cs) for j in range(2)]
+        for n, (keep, opt) in sets.items():
+            c = Cfg(on=allp - keep, dg_form="direct_k", **opt)
+            num = den = 0.0
+            for j, case in enumerate(cases):
+                mm = run_model(case, c)
+                r = reference(case, ("t1tail", sd, j))
+                num += float(np.sum((mm["dk"] - r["dk"]) ** 2))
+                den += float(np.sum(r["dk"] ** 2))
+            res[n].append((num / den) ** 0.5)
+    for n, xs in res.items():
+        xs = sorted(xs)
+        print(f"{n:24s} median {xs[len(xs) // 2]:.2e} p99 {xs[int(.99 * (len(xs) - 1))]:.2e} "
+              f"max {xs[-1]:.2e} over {sum(x > 8e-3 for x in xs)}/{len(xs)}", flush=True)
+
+
 def main():
     argv = sys.argv[1:] or ["all"]
     if argv[0] == "t1tail":
         t1tail(int(argv[1]) if len(argv) > 1 else 500)
+        return
+    if argv[0] == "t1hilo":
+        t1hilo(int(argv[1]) if len(argv) > 1 else 1000)
         return
     seeds = [1, 2, 3]
     cases = [c for c in CASES if c in argv] or list(CASES)

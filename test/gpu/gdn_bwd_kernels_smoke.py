@@ -77,12 +77,14 @@ def run_case(cs, kernels):
     key = (K, V, varlen, l2, use_h0, use_dht, dt)
     if key not in kernels:
         c = dict(DT="bf16" if dt == torch.bfloat16 else "f16", DK=K, DV=V, VARLEN=int(varlen), L2NORM=int(l2))
+        # As the operator: the recompute's hi + lo pairs with bf16 inputs.
+        hl = dict(HILO=int(dt == torch.bfloat16))
         kernels[key] = dict(
-            prep=qla.compile(os.path.join(KDIR, "gdn_fwd_prepare.qla"), SAVE_A=1, **c),
+            prep=qla.compile(os.path.join(KDIR, "gdn_fwd_prepare.qla"), SAVE_A=1, **hl, **c),
             state=qla.compile(os.path.join(KDIR, "gdn_fwd_state.qla"), HAS_H0=int(use_h0), PASS=2, SAVE_H=1,
-                              STORE_O=0, **c),
+                              STORE_O=0, **hl, **c),
             dh=qla.compile(os.path.join(KDIR, "gdn_bwd_dh.qla"), HAS_H0=int(use_h0), HAS_DHT=int(use_dht), **c),
-            dqk=qla.compile(os.path.join(KDIR, "gdn_bwd_dqk.qla"), **c),
+            dqk=qla.compile(os.path.join(KDIR, "gdn_bwd_dqk.qla"), **hl, **c),
             wy=qla.compile(os.path.join(KDIR, "gdn_bwd_wy.qla"), **c),
             fin=qla.compile(os.path.join(KDIR, "gdn_bwd_finish.qla"), DT=c["DT"], DK=K, VARLEN=int(varlen),
                             L2NORM=int(l2)))
@@ -99,6 +101,8 @@ def run_case(cs, kernels):
     AM = torch.full((B, HV, TC, 64), nan, device=dev)
     H = torch.full((B, NH, HV, K, V), nan, device=dev, dtype=dt)
     VN = torch.full((B, T, HV, V), nan, device=dev, dtype=dt)
+    UL = torch.full((B, T, HV, V), nan, device=dev, dtype=dt)   # HILO: the lo parts
+    VNL = torch.full((B, T, HV, V), nan, device=dev, dtype=dt)
     O = torch.empty(B, T, HV, V, device=dev, dtype=dt)
     HT = torch.empty(N, HV, K, V, device=dev)
     HS = torch.zeros(NZ, HV, K, V, device=dev)
@@ -124,11 +128,11 @@ def run_case(cs, kernels):
     dhtk = dht if use_dht else torch.zeros(N, HV, K, V, device=dev)
     TS = torch.empty(B, T, HV, 64, device=dev, dtype=dt)  # OUT_T = 0: not written
     RKt = torch.empty(B, T, HV, device=dev)
-    kk["prep"](k, v, g, beta, cu, W, U, GC, AM, TS, RKt, 1 << 30)
-    kk["state"](q, k, W, U, GC, cu, h0k, O, HT, HS, LS, PH, PL, H, VN, scale, 1 << 30)
+    kk["prep"](k, v, g, beta, cu, W, U, GC, AM, TS, RKt, UL, 1 << 30)
+    kk["state"](q, k, W, U, GC, cu, h0k, O, HT, HS, LS, PH, PL, H, VN, UL, VNL, scale, 1 << 30)
     # One segment per sequence (ls = 2^30): the segment tensors are not touched.
     kk["dh"](q, k, W, do, GC, cu, H, dhtk, DH, DVD, DH0, SD, HS, LS, PH, PL, scale, 1 << 30)
-    kk["dqk"](q, k, VN, DVD, do, GC, cu, H, DH, DQH, DKH, DW, RQ, RK, scale)
+    kk["dqk"](q, k, VN, DVD, do, GC, cu, H, DH, DQH, DKH, DW, RQ, RK, VNL, scale)
     kk["wy"](k, v, beta, GC, AM, cu, DW, DVD, DK2, DV, DB, RW)
     kk["fin"](q, k, cu, DQH, DKH, DK2, RQ, RK, RW, SD, DQ, DK, DG)
     torch.cuda.synchronize()

@@ -90,8 +90,9 @@ def main():
         H = torch.empty(B, 1, HV, K, V, device=dev, dtype=bf)     # SAVE_H = 0: not written
         TS = torch.empty(B, T, HV, 64, device=dev, dtype=bf)     # OUT_T = 0: not written
         RKt = torch.empty(B, T, HV, device=dev)
-        kp(k, v, g, beta, cu, W, U, GC, AM, TS, RKt, 1 << 30)
-        ks(q, k, W, U, GC, cu, h0, O, HT, HS, LS, PH, PL, H, O, scale, 1 << 30)
+        UL = torch.empty(B, T, HV, V, device=dev, dtype=bf)     # HILO = 0: neither written nor read
+        kp(k, v, g, beta, cu, W, U, GC, AM, TS, RKt, UL, 1 << 30)
+        ks(q, k, W, U, GC, cu, h0, O, HT, HS, LS, PH, PL, H, O, UL, UL, scale, 1 << 30)
         torch.cuda.synchronize()
         # reference on the flattened sequences
         qf, kf, vf = q.reshape(B * T, HK, K), k.reshape(B * T, HK, K), v.reshape(B * T, HV, V)

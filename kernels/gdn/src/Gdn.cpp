@@ -135,15 +135,15 @@ struct ConfigKernels {
 
 op::Signature prepareSignature(const ForwardConfig &c) {
   const DType dt = c.dtype, f32 = DType::F32;
-  return {{"Kt", "Vt", "G", "Beta", "CU", "W", "U", "GC", "AM", "TS", "RK"},
-          {dt, dt, c.gDtype, c.betaDtype, c.cuDtype, dt, dt, f32, f32, dt, f32},
+  return {{"Kt", "Vt", "G", "Beta", "CU", "W", "U", "GC", "AM", "TS", "RK", "UL"},
+          {dt, dt, c.gDtype, c.betaDtype, c.cuDtype, dt, dt, f32, f32, dt, f32, dt},
           1};
 }
 
 op::Signature stateSignature(const ForwardConfig &c) {
   const DType dt = c.dtype, f32 = DType::F32, bf = DType::BF16;
-  return {{"Q", "Kt", "W", "U", "GC", "CU", "H0", "O", "HT", "HS", "LS", "PH", "PL", "H", "VN"},
-          {dt, dt, dt, dt, f32, c.cuDtype, f32, dt, f32, f32, f32, bf, bf, dt, dt},
+  return {{"Q", "Kt", "W", "U", "GC", "CU", "H0", "O", "HT", "HS", "LS", "PH", "PL", "H", "VN", "UL", "VNL"},
+          {dt, dt, dt, dt, f32, c.cuDtype, f32, dt, f32, f32, f32, bf, bf, dt, dt, dt, dt},
           2};
 }
 
@@ -343,12 +343,14 @@ Plan buildPlan(const ForwardParams &p, const WorkspaceLayout &l, void *workspace
   rt::TensorArg AM = contiguousArg(dummy, {B, Hv, TC, kChunk});
   rt::TensorArg H = contiguousArg(dummy, {B, 1, Hv, K, V});
   rt::TensorArg VN = contiguousArg(dummy, {B, T, Hv, V});
-  plan.prepare.tensors = {arg(p.k), arg(p.v), arg(p.g), arg(p.beta), CU, W, U, GC, AM, TS, RK};
+  rt::TensorArg UL = contiguousArg(dummy, {B, T, Hv, V});
+  rt::TensorArg VNL = contiguousArg(dummy, {B, T, Hv, V});
+  plan.prepare.tensors = {arg(p.k), arg(p.v), arg(p.g), arg(p.beta), CU, W, U, GC, AM, TS, RK, UL};
   plan.prepare.scalars = {double(l.schedule.segChunks)};  // (read with OUT_T=1 only)
   plan.prepare.stream = p.stream;
   const double scale = std::isnan(p.scale) ? 1.0 / std::sqrt(double(K)) : p.scale;
   const double segChunks = double(l.schedule.segChunks);
-  plan.state.tensors = {arg(p.q), arg(p.k), W, U, GC, CU, H0, arg(p.o), HT, HS, LS, PH, PL, H, VN};
+  plan.state.tensors = {arg(p.q), arg(p.k), W, U, GC, CU, H0, arg(p.o), HT, HS, LS, PH, PL, H, VN, UL, VNL};
   plan.state.scalars = {scale, segChunks};
   plan.state.stream = p.stream;
   if (fused) {

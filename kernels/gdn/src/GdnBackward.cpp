@@ -155,6 +155,7 @@ void validate(const BackwardParams &p) {
 struct BackwardLayout {
   WorkspaceLayout fwd;
   size_t am = 0, h = 0, vn = 0, dh = 0, dvd = 0, sd = 0, dqh = 0, dkh = 0, dk2 = 0, dw = 0, rq = 0, rk = 0, rw = 0;
+  size_t ul = 0, vnl = 0;  // U's and V_new's lo parts (BackwardConfig::hilo)
   size_t dummy = 0, total = 0;
   int64_t stateSlots = 0;  // H's and DH's second dim
 };
@@ -186,6 +187,10 @@ BackwardLayout layoutOf(const BackwardParams &p) {
   l.rq = ws.add(size_t(B * Hv * TC) * 4);
   l.rk = ws.add(size_t(B * Hv * TC) * 4);
   l.rw = ws.add(size_t(B * Hv * TC) * 4);
+  if (recomputeHiLo(p.q.dtype)) {
+    l.ul = ws.add(nt * size_t(V) * eb);
+    l.vnl = ws.add(nt * size_t(V) * eb);
+  }
   l.dummy = ws.addDummy();
   l.total = ws.total();
   return l;
@@ -215,7 +220,7 @@ BackwardKernels kernelsFor(const BackwardConfig &c) {
   op::KernelRegistry &r = registry();
   BackwardKernels bk;
   bk.prepare = &r.slot(opSpec(backwardPrepareKernelSpec(c)));
-  bk.segment = &r.slot(opSpec(segmentKernelSpec(c.fwd)));
+  bk.segment = &r.slot(opSpec(backwardSegmentKernelSpec(c)));
   bk.merge = &r.slot(opSpec(mergeKernelSpec(c.fwd)));
   bk.state = &r.slot(opSpec(backwardStateKernelSpec(c)));
   bk.dh = &r.slot(opSpec(dhKernelSpec(c)));
@@ -278,6 +283,8 @@ Plan buildPlan(const BackwardParams &p, const BackwardLayout &l, void *workspace
   rt::TensorArg AM = contiguousArg(ws + l.am, {B, Hv, TC, kChunk});
   rt::TensorArg H = contiguousArg(ws + l.h, {B, NH, Hv, K, V});
   rt::TensorArg VN = contiguousArg(ws + l.vn, {B, T, Hv, V});
+  rt::TensorArg UL = contiguousArg(c.hilo() ? ws + l.ul : dummy, {B, T, Hv, V});
+  rt::TensorArg VNL = contiguousArg(c.hilo() ? ws + l.vnl : dummy, {B, T, Hv, V});
   rt::TensorArg DH = contiguousArg(ws + l.dh, {B, NH, Hv, K, V});
   rt::TensorArg DVD = contiguousArg(ws + l.dvd, {B, T, Hv, V});
   rt::TensorArg SD = contiguousArg(ws + l.sd, {V / c.dhBv, B, Hv, TC});
@@ -307,10 +314,12 @@ Plan buildPlan(const BackwardParams &p, const BackwardLayout &l, void *workspace
     a.stream = p.stream;
     return a;
   };
-  plan.prepare = args({arg(p.k), arg(p.v), arg(p.g), arg(p.beta), CU, W, U, GC, AM, PTS, PRK}, {segChunks});
-  plan.state = args({arg(p.q), arg(p.k), W, U, GC, CU, H0, O, HT, HSin, LS, PH, PL, H, VN}, {scale, segChunks});
+  plan.prepare = args({arg(p.k), arg(p.v), arg(p.g), arg(p.beta), CU, W, U, GC, AM, PTS, PRK, UL}, {segChunks});
+  plan.state =
+      args({arg(p.q), arg(p.k), W, U, GC, CU, H0, O, HT, HSin, LS, PH, PL, H, VN, UL, VNL}, {scale, segChunks});
   if (plan.recomputeSplit) {
-    plan.segment = args({arg(p.q), arg(p.k), W, U, GC, CU, H0, O, HT, HS, LS, PH, PL, H, VN}, {scale, segChunks});
+    plan.segment =
+        args({arg(p.q), arg(p.k), W, U, GC, CU, H0, O, HT, HS, LS, PH, PL, H, VN, UL, VNL}, {scale, segChunks});
     plan.merge = args({GC, CU, LS, PH, PL, HS}, {segChunks});
   }
   // The state gradient's context parallelism reuses the forward's segment
@@ -323,7 +332,7 @@ Plan buildPlan(const BackwardParams &p, const BackwardLayout &l, void *workspace
     plan.dhSegment = plan.dh;
     plan.dhMerge = args({GC, CU, LS, PH, PL, HS}, {segChunks});
   }
-  plan.dqk = args({arg(p.q), arg(p.k), VN, DVD, arg(p.dout), GC, CU, H, DH, DQH, DKH, DW, RQ, RK}, {scale});
+  plan.dqk = args({arg(p.q), arg(p.k), VN, DVD, arg(p.dout), GC, CU, H, DH, DQH, DKH, DW, RQ, RK, VNL}, {scale});
   plan.wy = args({arg(p.k), arg(p.v), arg(p.beta), GC, AM, CU, DW, DVD, DK2, arg(p.dv), arg(p.dbeta), RW}, {});
   plan.finish =
       args({arg(p.q), arg(p.k), CU, DQH, DKH, DK2, RQ, RK, RW, SD, arg(p.dq), arg(p.dk), arg(p.dg)}, {});
@@ -342,8 +351,8 @@ Plan buildPlan(const BackwardParams &p, const BackwardLayout &l, void *workspace
       {plan.kernels.dh, &plan.dh,
        dhSignature(fc)},
       {plan.kernels.dqk, &plan.dqk,
-       {{"Q", "Kt", "VN", "DVD", "DO", "GC", "CU", "H", "DH", "DQH", "DKH", "DW", "RQ", "RK"},
-        {dt, dt, dt, dt, dt, f32, cu, dt, dt, f32, f32, dt, f32, f32},
+       {{"Q", "Kt", "VN", "DVD", "DO", "GC", "CU", "H", "DH", "DQH", "DKH", "DW", "RQ", "RK", "VNL"},
+        {dt, dt, dt, dt, dt, f32, cu, dt, dt, f32, f32, dt, f32, f32, dt},
         1}},
       {plan.kernels.wy, &plan.wy,
        {{"Kt", "Vt", "Beta", "GC", "AM", "CU", "DW", "DVD", "DK2", "DVO", "DBETA", "RW"},
@@ -446,6 +455,13 @@ std::string BackwardConfig::str() const {
 KernelSpec backwardPrepareKernelSpec(const BackwardConfig &c) {
   KernelSpec s = prepareKernelSpec(c.fwd);
   s.defines["SAVE_A"] = "1";
+  if (c.hilo()) s.defines["HILO"] = "1";
+  return s;
+}
+
+KernelSpec backwardSegmentKernelSpec(const BackwardConfig &c) {
+  KernelSpec s = segmentKernelSpec(c.fwd);
+  if (c.hilo()) s.defines["HILO"] = "1";
   return s;
 }
 
@@ -455,6 +471,7 @@ KernelSpec backwardStateKernelSpec(const BackwardConfig &c) {
   KernelSpec s = stateKernelSpec(f);
   s.defines["SAVE_H"] = "1";
   s.defines["STORE_O"] = "0";
+  if (c.hilo()) s.defines["HILO"] = "1";
   return s;
 }
 
@@ -488,13 +505,15 @@ KernelSpec dhMergeKernelSpec(const BackwardConfig &c) {
 }
 
 KernelSpec dqkKernelSpec(const BackwardConfig &c) {
-  return {kDqkFile,
-          {{"DT", dtypeName(c.fwd.dtype)},
-           {"CT", cuText(c.fwd)},
-           {"DK", std::to_string(c.fwd.K)},
-           {"DV", std::to_string(c.fwd.V)},
-           {"VARLEN", c.fwd.varlen ? "1" : "0"},
-           {"L2NORM", c.fwd.l2norm ? "1" : "0"}}};
+  KernelSpec s{kDqkFile,
+               {{"DT", dtypeName(c.fwd.dtype)},
+                {"CT", cuText(c.fwd)},
+                {"DK", std::to_string(c.fwd.K)},
+                {"DV", std::to_string(c.fwd.V)},
+                {"VARLEN", c.fwd.varlen ? "1" : "0"},
+                {"L2NORM", c.fwd.l2norm ? "1" : "0"}}};
+  if (c.hilo()) s.defines["HILO"] = "1";
+  return s;
 }
 
 KernelSpec wyKernelSpec(const BackwardConfig &c) {
@@ -519,7 +538,7 @@ KernelSpec finishKernelSpec(const BackwardConfig &c) {
 }
 
 std::vector<KernelSpec> backwardKernelSpecs(const BackwardConfig &c) {
-  return {backwardPrepareKernelSpec(c), segmentKernelSpec(c.fwd),  mergeKernelSpec(c.fwd),
+  return {backwardPrepareKernelSpec(c), backwardSegmentKernelSpec(c), mergeKernelSpec(c.fwd),
           backwardStateKernelSpec(c),   dhSegmentKernelSpec(c),    dhMergeKernelSpec(c),
           dhKernelSpec(c),              dqkKernelSpec(c),          wyKernelSpec(c),
           finishKernelSpec(c)};

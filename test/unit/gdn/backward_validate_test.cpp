@@ -506,12 +506,20 @@ TEST_CASE("GDN backward workspace size", "[gdn][backward][workspace]") {
   //   AM 2*8*128*64*4 = 524288; H 2*3*8*128*128*2 = 1572864; VN 409600
   //   DH 1572864; DVD 409600; SD (128/32)*2*8*128*4 = 32768
   //   DQH, DKH, DK2 2*100*8*128*4 = 819200 each; DW 409600; RQ, RK, RW 8192 each
+  //   UL, VNL 409600 each (bf16: the recompute's hi + lo pairs)
   //   the dummy 256
   CHECK(backwardWorkspaceBytes(p) == size_t(827392) + 524288 + 1572864 + 409600 + 1572864 + 409600 + 32768 +
-                                         3 * 819200 + 409600 + 3 * 8192 + 256);
+                                         3 * 819200 + 409600 + 3 * 8192 + 2 * 409600 + 256);
   const size_t n = backwardWorkspaceBytes(p);
   CHECK(n > qla::gdn::forwardWorkspaceBytes(DType::BF16, 2, 100, 8, 128, 128, 0, -1));
 
+  SECTION("f16: no hi + lo regions") {
+    Shape s;
+    s.dt = DType::F16;
+    BackwardParams q = validBackwardParams(s);
+    q.segment_chunks = -1;
+    CHECK(backwardWorkspaceBytes(q) == n - 2 * 409600);
+  }
   SECTION("the same for equal shapes") {
     BackwardParams q = p;
     q.q.data = fakePtr(17);

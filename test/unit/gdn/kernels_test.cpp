@@ -71,14 +71,14 @@ Expected expectedSignature(const KernelSpec &spec, const ForwardConfig &c) {
   const DType bt = c.betaDtype, gt = c.gDtype;
   const std::pair<std::string, DType> scale{"scale", f32}, ls{"ls", DType::I32};  // ls: segment length in chunks
   if (spec.file == "gdn_fwd_prepare.qla")
-    return {{"Kt", "Vt", "G", "Beta", "CU", "W", "U", "GC", "AM", "TS", "RK"},
-            {dt, dt, gt, bt, cu, dt, dt, f32, f32, dt, f32},
+    return {{"Kt", "Vt", "G", "Beta", "CU", "W", "U", "GC", "AM", "TS", "RK", "UL"},
+            {dt, dt, gt, bt, cu, dt, dt, f32, f32, dt, f32, dt},
             {ls}};
   if (spec.file == "gdn_fwd_merge.qla")
     return {{"GC", "CU", "LS", "PH", "PL", "HS"}, {f32, cu, f32, bf, bf, f32}, {ls}};
   if (spec.file == "gdn_fwd_state.qla")
-    return {{"Q", "Kt", "W", "U", "GC", "CU", "H0", "O", "HT", "HS", "LS", "PH", "PL", "H", "VN"},
-            {dt, dt, dt, dt, f32, cu, f32, dt, f32, f32, f32, bf, bf, dt, dt},
+    return {{"Q", "Kt", "W", "U", "GC", "CU", "H0", "O", "HT", "HS", "LS", "PH", "PL", "H", "VN", "UL", "VNL"},
+            {dt, dt, dt, dt, f32, cu, f32, dt, f32, f32, f32, bf, bf, dt, dt, dt, dt},
             {scale, ls}};
   if (spec.file == "gdn_fwd_fused.qla")
     return {{"Q", "Kt", "Vt", "G", "Beta", "CU", "H0", "HS", "TS", "O", "HT"},
@@ -93,8 +93,8 @@ Expected expectedSignature(const KernelSpec &spec, const ForwardConfig &c) {
             {dt, dt, dt, dt, f32, cu, dt, f32, dt, dt, f32, f32, f32, f32, bf, bf},
             {scale, ls}};
   if (spec.file == "gdn_bwd_dqk.qla")
-    return {{"Q", "Kt", "VN", "DVD", "DO", "GC", "CU", "H", "DH", "DQH", "DKH", "DW", "RQ", "RK"},
-            {dt, dt, dt, dt, dt, f32, cu, dt, dt, f32, f32, dt, f32, f32},
+    return {{"Q", "Kt", "VN", "DVD", "DO", "GC", "CU", "H", "DH", "DQH", "DKH", "DW", "RQ", "RK", "VNL"},
+            {dt, dt, dt, dt, dt, f32, cu, dt, dt, f32, f32, dt, f32, f32, dt},
             {scale}};
   if (spec.file == "gdn_bwd_wy.qla")
     return {{"Kt", "Vt", "Beta", "GC", "AM", "CU", "DW", "DVD", "DK2", "DVO", "DBETA", "RW"},
@@ -407,8 +407,8 @@ TEST_CASE("GDN: launch plans match the compiled kernels", "[gdn][kernels][nvrtc]
     // Arguments: user tensors passed as they are, scratch inside the workspace.
     auto &pt = plan.prepare.tensors;
     auto &st = plan.state.tensors;
-    REQUIRE(pt.size() == 11);
-    REQUIRE(st.size() == 15);
+    REQUIRE(pt.size() == 12);
+    REQUIRE(st.size() == 17);
     CHECK(pt[0].data == p.k.data);
     CHECK(pt[1].data == p.v.data);
     CHECK(pt[2].data == p.g.data);
@@ -446,15 +446,16 @@ TEST_CASE("GDN: launch plans match the compiled kernels", "[gdn][kernels][nvrtc]
     CHECK(st[6].shape == std::vector<int64_t>{N, Hv, K, V});
     CHECK(st[8].shape == std::vector<int64_t>{N, Hv, K, V});
     for (int i = 9; i < 13; ++i) CHECK(st[i].data == dummy);  // no split: segment states unused
-    // What only the backward's specializations write (AM, H, VN) and only
-    // prepare's OUT_T=1 (TS, RK): the dummy.
+    // What only the backward's specializations read or write (AM, H, VN and
+    // HILO's UL, VNL) and only prepare's OUT_T=1 (TS, RK): the dummy.
     CHECK(pt[8].data == dummy);
     CHECK(pt[9].data == dummy);
     CHECK(pt[10].data == dummy);
+    CHECK(pt[11].data == dummy);
     CHECK(pt[9].shape == std::vector<int64_t>{B, T, Hv, 64});
+    CHECK(pt[11].shape == std::vector<int64_t>{B, T, Hv, V});
     CHECK(plan.prepare.scalars == std::vector<double>{double(int64_t(1) << 30)});
-    CHECK(st[13].data == dummy);
-    CHECK(st[14].data == dummy);
+    for (int i = 13; i < 17; ++i) CHECK(st[i].data == dummy);
     REQUIRE(plan.state.scalars.size() == 2);
     CHECK(plan.state.scalars[0] == Approx(1.0 / std::sqrt(double(K))));
     CHECK(plan.state.scalars[1] == double(int64_t(1) << 30));
@@ -539,7 +540,7 @@ TEST_CASE("GDN: context-parallel launch plans", "[gdn][kernels][nvrtc]") {
     CHECK(plan.mergeGrid == std::array<int64_t, 3>{V / 32, Hv, N});
     auto &st = plan.state.tensors;
     auto &mt = plan.merge.tensors;
-    REQUIRE(st.size() == 15);
+    REQUIRE(st.size() == 17);
     REQUIRE(mt.size() == 6);
     char *ws = static_cast<char *>(fakeWorkspace());
     for (int i = 9; i < 13; ++i) {
@@ -626,7 +627,7 @@ TEST_CASE("GDN: fused launch plans", "[gdn][kernels][nvrtc]") {
           REQUIRE(st.size() == 10);
           for (int t : {7, 8, 9}) CHECK(st[t].data == plan.merge.tensors[t - 5].data);
           auto &pt = plan.prepare.tensors;
-          REQUIRE(pt.size() == 11);
+          REQUIRE(pt.size() == 12);
           CHECK(st[3].data == pt[9].data);  // TS
           CHECK(ft[8].data == pt[9].data);  // the output pass reads it too
           CHECK(st[3].data >= ws);
@@ -895,9 +896,9 @@ TEST_CASE("GDN backward: specializations", "[gdn][kernels][backward]") {
     REQUIRE(specs.size() == 10);
     const char *roles[] = {"prepare", "segment", "merge", "state", "dhseg", "dhmerge", "dh", "dqk", "wy", "finish"};
     for (size_t i = 0; i < specs.size(); ++i) byFile[roles[i]].insert(specs[i].str());
-    // The six named ones, in launch order, with the forward's segment and merge.
+    // The nine named ones, in launch order, with the forward's merge.
     CHECK(specs[0].str() == qla::gdn::backwardPrepareKernelSpec(c).str());
-    CHECK(specs[1].str() == qla::gdn::segmentKernelSpec(c.fwd).str());
+    CHECK(specs[1].str() == qla::gdn::backwardSegmentKernelSpec(c).str());
     CHECK(specs[2].str() == qla::gdn::mergeKernelSpec(c.fwd).str());
     CHECK(specs[3].str() == qla::gdn::backwardStateKernelSpec(c).str());
     CHECK(specs[4].str() == qla::gdn::dhSegmentKernelSpec(c).str());
@@ -906,8 +907,9 @@ TEST_CASE("GDN backward: specializations", "[gdn][kernels][backward]") {
     CHECK(specs[7].str() == qla::gdn::dqkKernelSpec(c).str());
     CHECK(specs[8].str() == qla::gdn::wyKernelSpec(c).str());
     CHECK(specs[9].str() == qla::gdn::finishKernelSpec(c).str());
-    // The forward's segment and merge kernels are shared; the others are the backward's own.
-    CHECK(fwdSpecs.count(specs[1].str()) == 1);
+    // The forward's merge kernel is shared, and its segment kernel where the
+    // recompute keeps no hi + lo pairs (f16); the others are the backward's own.
+    CHECK(fwdSpecs.count(specs[1].str()) == (c.hilo() ? 0 : 1));
     CHECK(fwdSpecs.count(specs[2].str()) == 1);
     for (size_t i : {0, 3, 4, 5, 6, 7, 8, 9}) CHECK(fwdSpecs.count(specs[i].str()) == 0);
   }
@@ -932,11 +934,14 @@ TEST_CASE("GDN backward: specializations", "[gdn][kernels][backward]") {
   CHECK(c.str() == "dtype=bf16 beta=f32 g=f32 K=128 V=128 varlen=1 cu=i64 l2norm=0 initial_state=1 final_state=0 "
                    "dht=1 dh0=1");
   CHECK(qla::gdn::backwardPrepareKernelSpec(c).str() ==
-        "gdn_fwd_prepare.qla -D BT=f32 -D CT=i64 -D DK=128 -D DT=bf16 -D DV=128 -D GT=f32 -D L2NORM=0 -D SAVE_A=1 "
-        "-D VARLEN=1");
+        "gdn_fwd_prepare.qla -D BT=f32 -D CT=i64 -D DK=128 -D DT=bf16 -D DV=128 -D GT=f32 -D HILO=1 -D L2NORM=0 "
+        "-D SAVE_A=1 -D VARLEN=1");
   CHECK(qla::gdn::backwardStateKernelSpec(c).str() ==
-        "gdn_fwd_state.qla -D CT=i64 -D DK=128 -D DT=bf16 -D DV=128 -D HAS_H0=1 -D L2NORM=0 -D PASS=2 -D SAVE_H=1 "
-        "-D STORE_HT=0 -D STORE_O=0 -D VARLEN=1");
+        "gdn_fwd_state.qla -D CT=i64 -D DK=128 -D DT=bf16 -D DV=128 -D HAS_H0=1 -D HILO=1 -D L2NORM=0 -D PASS=2 "
+        "-D SAVE_H=1 -D STORE_HT=0 -D STORE_O=0 -D VARLEN=1");
+  CHECK(qla::gdn::backwardSegmentKernelSpec(c).str() ==
+        "gdn_fwd_state.qla -D CT=i64 -D DK=128 -D DT=bf16 -D DV=128 -D HAS_H0=1 -D HILO=1 -D L2NORM=0 -D PASS=1 "
+        "-D STORE_HT=0 -D VARLEN=1");
   CHECK(qla::gdn::dhKernelSpec(c).str() ==
         "gdn_bwd_dh.qla -D CT=i64 -D DK=128 -D DT=bf16 -D DV=128 -D HAS_DHT=1 -D HAS_H0=1 -D L2NORM=0 -D PASS=2 "
         "-D VARLEN=1");
@@ -946,7 +951,7 @@ TEST_CASE("GDN backward: specializations", "[gdn][kernels][backward]") {
   CHECK(qla::gdn::dhMergeKernelSpec(c).str() ==
         "gdn_fwd_merge.qla -D CT=i64 -D DK=128 -D DV=128 -D REVERSE=1 -D VARLEN=1");
   CHECK(qla::gdn::dqkKernelSpec(c).str() ==
-        "gdn_bwd_dqk.qla -D CT=i64 -D DK=128 -D DT=bf16 -D DV=128 -D L2NORM=0 -D VARLEN=1");
+        "gdn_bwd_dqk.qla -D CT=i64 -D DK=128 -D DT=bf16 -D DV=128 -D HILO=1 -D L2NORM=0 -D VARLEN=1");
   CHECK(qla::gdn::wyKernelSpec(c).str() ==
         "gdn_bwd_wy.qla -D BT=f32 -D CT=i64 -D DK=128 -D DT=bf16 -D DV=128 -D L2NORM=0 -D VARLEN=1");
   CHECK(qla::gdn::finishKernelSpec(c).str() ==
@@ -965,6 +970,12 @@ TEST_CASE("GDN backward: specializations", "[gdn][kernels][backward]") {
   // Without varlen the offsets' dtype is i32 whatever cuDtype says.
   c.fwd.varlen = false;
   CHECK(qla::gdn::dqkKernelSpec(c).defines.at("CT") == "i32");
+  // f16 inputs: no hi + lo pairs (f16's 11 bits suffice).
+  c.fwd.dtype = DType::F16;
+  CHECK_FALSE(c.hilo());
+  for (const KernelSpec &s : {qla::gdn::backwardPrepareKernelSpec(c), qla::gdn::backwardSegmentKernelSpec(c),
+                              qla::gdn::backwardStateKernelSpec(c), qla::gdn::dqkKernelSpec(c)})
+    CHECK(s.defines.count("HILO") == 0);
 }
 
 TEST_CASE("GDN backward: every specialization compiles through the QLA compiler with the operator's signature",
@@ -991,7 +1002,7 @@ TEST_CASE("GDN backward: every specialization compiles through the QLA compiler 
   auto t0 = std::chrono::steady_clock::now();
   for (const BackwardConfig &c : allBackwardConfigs())
     for (const KernelSpec &spec : qla::gdn::backwardKernelSpecs(c)) compile(c, spec);
-  CHECK(n == 192 + 96 + 96 + 12 + 192 + 48 + 96 + 48);
+  CHECK(n == 192 + 96 + 96 + 12 + 192 + 48 + 96 + 48 + 48);  // ... + the bf16 segment kernels (HILO=1)
   // The dh kernel's 64-wide V slice (V = 128; backwardConfig picks it for
   // large grids): its pass 2 and pass 1.
   for (BackwardConfig c : allBackwardConfigs()) {
@@ -999,7 +1010,7 @@ TEST_CASE("GDN backward: every specialization compiles through the QLA compiler 
     c.dhBv = 64;
     for (const KernelSpec &spec : {qla::gdn::dhKernelSpec(c), qla::gdn::dhSegmentKernelSpec(c)}) compile(c, spec);
   }
-  CHECK(n == 192 + 96 + 96 + 12 + 192 + 48 + 96 + 48 + 96 + 48);
+  CHECK(n == 192 + 96 + 96 + 12 + 192 + 48 + 96 + 48 + 48 + 96 + 48);
   std::printf("gdn backward: %d specializations through the front end in %.1f s\n", n,
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 }
@@ -1043,7 +1054,7 @@ TEST_CASE("GDN: training-mode checkpoints are the split's segment start states",
         REQUIRE(plan.fusedArgs.tensors.size() == 11);
         CHECK(plan.fusedArgs.tensors[7].data == fakePtr(17));
       } else {
-        REQUIRE(plan.state.tensors.size() == 15);
+        REQUIRE(plan.state.tensors.size() == 17);
         CHECK(plan.state.tensors[9].data == fakePtr(17));
       }
     }

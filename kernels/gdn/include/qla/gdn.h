@@ -259,22 +259,32 @@ size_t backwardWorkspaceBytes(const BackwardParams &p);
 // warmupBackward). On an error nothing is launched and the outputs are untouched.
 void backward(const BackwardParams &p, void *workspace, size_t workspaceBytes);
 
+// Whether the backward keeps U (and its factor A diag(β)), the state's
+// operand of W S, V_new and dQK as hi + lo pairs of the inputs' dtype
+// (HILO=1 in prepare, state and dqk): with bf16 inputs, where bf16
+// intermediates left dk at T = 1 over its bar on about 3% of seeds
+// (docs/gdn.md, "Backward"); f16's 11 significant bits suffice.
+inline bool recomputeHiLo(DType inputs) { return inputs == DType::BF16; }
+
 // What selects the backward's kernels.
 struct BackwardConfig {
   ForwardConfig fwd;  // its finalState is ignored
   bool dht = false;   // a gradient of the final state is given
   bool dh0 = false;   // the initial state's gradient is wanted
   int dhBv = 32;      // the V slice of gdn_bwd_dh.qla's CTAs (32 or 64; backwardConfig picks it)
+  bool hilo() const { return recomputeHiLo(fwd.dtype); }  // HILO=1 (above)
   std::string str() const;
 };
 BackwardConfig backwardConfig(const BackwardParams &p);
 
 // The backward's kernels, in launch order (the recompute of the forward's
 // chunk factors and states, then the gradients): prepare (SAVE_A=1), with a
-// split the segment and merge kernels, state (SAVE_H=1 STORE_O=0), with a
+// split the segment (the forward's pass 1, with HILO as the state kernel) and
+// merge kernels, state (SAVE_H=1 STORE_O=0), with a
 // split gdn_bwd_dh's pass 1 and the reverse merge, then gdn_bwd_dh,
 // gdn_bwd_dqk, gdn_bwd_wy, gdn_bwd_finish.
 KernelSpec backwardPrepareKernelSpec(const BackwardConfig &c);
+KernelSpec backwardSegmentKernelSpec(const BackwardConfig &c);
 KernelSpec backwardStateKernelSpec(const BackwardConfig &c);
 KernelSpec dhKernelSpec(const BackwardConfig &c);         // PASS=2
 KernelSpec dhSegmentKernelSpec(const BackwardConfig &c);  // PASS=1 (context parallelism)
@@ -282,8 +292,8 @@ KernelSpec dhMergeKernelSpec(const BackwardConfig &c);    // gdn_fwd_merge.qla R
 KernelSpec dqkKernelSpec(const BackwardConfig &c);
 KernelSpec wyKernelSpec(const BackwardConfig &c);
 KernelSpec finishKernelSpec(const BackwardConfig &c);
-// Every kernel spec backward() may launch for c (the eight above, plus the
-// forward's segment and merge kernels), in launch order.
+// Every kernel spec backward() may launch for c (the nine above, plus the
+// forward's merge kernel), in launch order.
 std::vector<KernelSpec> backwardKernelSpecs(const BackwardConfig &c);
 
 // Compiles (and with loadOnGpu and a GPU, loads) the kernels of c.
