@@ -189,11 +189,16 @@ def import_impls(args):
         from fla.ops.gated_delta_rule import chunk_gated_delta_rule as fla
         info["fla_version"] = getattr(fla_pkg, "__version__", "?")
         info["fla_path"] = os.path.dirname(os.path.abspath(fla_pkg.__file__))
+        info["fla_commit"] = None
         try:
-            info["fla_commit"] = subprocess.run(["git", "-C", info["fla_path"], "rev-parse", "HEAD"],
-                                                capture_output=True, text=True, timeout=10).stdout.strip() or None
+            # Only FLA's own checkout: a copy of its fla/ inside another git
+            # tree (e.g. .fla/ in this repository) would report that tree's commit.
+            run = lambda *a: subprocess.run(["git", "-C", info["fla_path"], *a], capture_output=True, text=True,
+                                            timeout=10).stdout.strip()
+            if run("rev-parse", "--show-toplevel") == os.path.dirname(info["fla_path"]):
+                info["fla_commit"] = run("rev-parse", "HEAD") or None
         except Exception:  # noqa: BLE001
-            info["fla_commit"] = None
+            pass
     return ours, fla, info
 
 

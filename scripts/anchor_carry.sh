@@ -19,13 +19,17 @@
 #   scripts/anchor_carry.sh sizes               # what each call moves, against the 64 MiB limit
 #   scripts/anchor_carry.sh calls [--calls N] [--replays N]   # print the device-tool calls (carry + command)
 # Environment: SHARED (default: the shared/ folder beside the repository) holds anchors/pack_*.sh and
-# anchors/flashqla_published_h200.txt.
+# anchors/flashqla_published_h200.txt. LIB (default build/compiler/libqla.so, relative to the repository root)
+# is the QLA library the calls carry and time: point it at a copy (e.g. .carry/anchorlib/libqla.so) to keep
+# building while the chain runs. The forward runs on FlashQLA's benchmark inputs (--inputs flashqla), with FLA,
+# FlashQLA and FlashInfer timed beside QLA in one process per head group.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 shared=${SHARED:-$(realpath -m "$root/../shared")}
 dest=.carry/anchors                     # relative to the repository root (ignored: /.carry/ in .gitignore)
 table=.carry/flashqla_published_h200.txt
 limit=$((64 * 1024 * 1024))
+lib=${LIB:-build/compiler/libqla.so}
 # the forward benchmark's head groups, one call each (all 171 rows over three calls; merge with --merge)
 groups=("2/8,4/16,8/24" "8/32,16/16,16/32" "16/48,16/64,32/32")
 bwd_rows="hk16_hv32/8k_1seq,hk8_hv16/8k_1seq,hk4_hv8/8k_1seq,hk2_hv4/8k_1seq"
@@ -93,8 +97,8 @@ cmd_sizes() {
   echo "working tree (tracked + untracked-not-ignored): $(mib "$t")"
   local i=0 ok=1
   for c in "$dest/flashinfer/a" "$dest/flashqla.tar.xz" \
-           "$dest/flashinfer/b build/compiler/libqla.so .fla $table" \
-           "build/compiler/libqla.so .fla $table"; do
+           "$dest/flashinfer/b $lib .fla $table" \
+           "$lib .fla $table"; do
     i=$((i + 1))
     local label="call $i"; [ $i = 4 ] && label="call 4+"
     local n
@@ -112,18 +116,18 @@ cmd_sizes() {
   fi
   echo "files:"
   # shellcheck disable=SC2012
-  ls -l "$dest/flashqla.tar.xz" "$dest"/flashinfer/a/* "$dest"/flashinfer/b/* build/compiler/libqla.so "$table" 2>/dev/null \
+  ls -l "$dest/flashqla.tar.xz" "$dest"/flashinfer/a/* "$dest"/flashinfer/b/* "$lib" "$table" 2>/dev/null \
     | awk '{printf "  %12d  %s\n", $5, $NF}'
   [ $ok = 1 ] || { echo "some call is over the limit: carry less (see above)" >&2; return 1; }
 }
 
 # the environment every bench call sets up on the GPU machine (after call 3 unpacked everything)
 # shellcheck disable=SC2016  # expanded there, not here
-env_line='export PYTHONPATH=$PWD/python:$PWD/.fla:/tmp/site:/tmp/fisite:/tmp/fisite/nvidia_cutlass_dsl/dsl_packages QLA_LIBRARY=$PWD/build/compiler/libqla.so FLA_FLASH_QLA=0 FLA_TILELANG=0 PYTHONUNBUFFERED=1; if [ -d /tmp/qlacache ]; then export QLA_CACHE_DIR=/tmp/qlacache; fi; A=.carry/flashqla_published_h200.txt'
+env_line='export PYTHONPATH=$PWD/python:$PWD/.fla:/tmp/site:/tmp/fisite:/tmp/fisite/nvidia_cutlass_dsl/dsl_packages QLA_LIBRARY=$PWD/'"$lib"' FLA_FLASH_QLA=0 FLA_TILELANG=0 PYTHONUNBUFFERED=1; if [ -d /tmp/qlacache ]; then export QLA_CACHE_DIR=/tmp/qlacache; fi; A=.carry/flashqla_published_h200.txt'
 
 fwd_group() {  # $1 heads, $2 calls, $3 replays: warm every head configuration in its own process, then time
   local h=$1
-  echo "H=$h; for h in \${H//,/ }; do python3 bench/gdn_forward.py --anchors \$A --heads \$h --warm-only --no-ours --no-write --flashqla --flashinfer > /tmp/warm_\${h/\\//-}.log 2>&1 & done; wait; tail -n 3 /tmp/warm_*.log; python3 bench/gdn_forward.py --anchors \$A --heads \$H --flashqla --flashinfer --check --calls $2 --replays $3 --out-dir \$OUT 2>&1 | tee \$OUT/fwd.log"
+  echo "H=$h; for h in \${H//,/ }; do python3 bench/gdn_forward.py --anchors \$A --heads \$h --inputs flashqla --warm-only --no-ours --no-write --flashqla --flashinfer > /tmp/warm_\${h/\\//-}.log 2>&1 & done; wait; tail -n 3 /tmp/warm_*.log; python3 bench/gdn_forward.py --anchors \$A --heads \$H --inputs flashqla --flashqla --flashinfer --check --calls $2 --replays $3 --out-dir \$OUT 2>&1 | tee \$OUT/fwd.log"
 }
 
 print_call() {  # $1 title, $2 carry (JSON list), $3 command
@@ -147,7 +151,7 @@ cmd_calls() {
   cd "$root"
   local missing=0 p
   for p in "$dest/flashinfer/a/fi_site.part.aa" "$dest/flashinfer/b/fi_site.part.ab" "$dest/flashinfer/b/fi_extra.tar.xz" \
-           "$dest/flashqla.tar.xz" build/compiler/libqla.so .fla "$table"; do
+           "$dest/flashqla.tar.xz" "$lib" .fla "$table"; do
     [ -e "$p" ] || { echo "# missing here: $p (run: scripts/anchor_carry.sh pack; build libqla.so; FLA's source in .fla)"; missing=1; }
   done
   [ $missing = 0 ] || echo
@@ -164,16 +168,16 @@ cmd_calls() {
   print_call "call 2: FlashQLA -> /tmp/site" "[\"$dest/flashqla.tar.xz\"]" \
     "set -e; test -f /tmp/fiparts/fi_site.part.aa || { echo 'part aa is gone: start again at call 1'; exit 3; }; mkdir -p /tmp/site; tar -xJf $dest/flashqla.tar.xz -C /tmp/site; ls /tmp/site; du -sh /tmp/site"
   print_call "call 3: FlashInfer part b -> /tmp/fisite, smoke test of both anchors, forward group 1 (${groups[0]})" \
-    "[\"$dest/flashinfer/b\", \"build/compiler/libqla.so\", \".fla\", \"$table\"]" \
+    "[\"$dest/flashinfer/b\", \"$lib\", \".fla\", \"$table\"]" \
     "set -e -o pipefail; test -f /tmp/fiparts/fi_site.part.aa -a -d /tmp/site/flash_qla || { echo 'anchors gone: start again at call 1'; exit 3; }; mkdir -p /tmp/fisite; cat /tmp/fiparts/fi_site.part.aa $dest/flashinfer/b/fi_site.part.ab | xz -d | tar -x -C /tmp/fisite; tar -xJf $dest/flashinfer/b/fi_extra.tar.xz -C /tmp/fisite; rm -f /tmp/fiparts/fi_site.part.aa; $env_line; python3 bench/anchors.py --probe --gpu-smoke 2>&1 | tee \$OUT/smoke.log || echo 'SMOKE TEST FAILED (continuing: a missing anchor is skipped)'; $(fwd_group "${groups[0]}" "$calls" "$replays")"
   local g n=4
   for g in "${groups[@]:1}"; do
-    print_call "call $n (optional): forward group $((n - 2)) ($g)" "[\"build/compiler/libqla.so\", \".fla\", \"$table\"]" \
+    print_call "call $n (optional): forward group $((n - 2)) ($g)" "[\"$lib\", \".fla\", \"$table\"]" \
       "set -e -o pipefail; test -d /tmp/site/flash_qla -a -d /tmp/fisite/flashinfer || { echo 'anchors gone: start again at call 1'; exit 3; }; $env_line; $(fwd_group "$g" "$calls" "$replays")"
     n=$((n + 1))
   done
   print_call "call $n (optional): backward with FlashQLA measured (rows $bwd_rows; one warm-up process per row)" \
-    "[\"build/compiler/libqla.so\", \".fla\", \"$table\"]" \
+    "[\"$lib\", \".fla\", \"$table\"]" \
     "set -e -o pipefail; test -d /tmp/site/flash_qla || { echo 'FlashQLA gone: start again at call 1'; exit 3; }; $env_line; R=$bwd_rows; for r in \${R//,/ }; do python3 bench/gdn_backward.py --anchors \$A --rows \$r --warm-only --no-qla --flashqla > /tmp/bwarm_\${r/\\//-}.log 2>&1 & done; wait; tail -n 2 /tmp/bwarm_*.log; python3 bench/gdn_backward.py --anchors \$A --rows \$R --flashqla --check --out-dir \$OUT 2>&1 | tee \$OUT/bwd.log"
   echo "# Afterwards, here: copy the returned gdn_forward_*_partial.json of each call into separate folders, then"
   echo "#   python3 bench/gdn_forward.py --anchors $table --merge A/*.json B/*.json C/*.json --out-dir bench/results"
