@@ -412,19 +412,15 @@ def fmt(e):
     return " ".join(f"{n} {e[n]:.2e}" for n in NAMES if n in e)
 
 
-def t1tail(seeds=500):
-    """The T = 1 dk tail (docs/gdn.md, "Backward"): B = 2 sequences of one
-    token (dk's rms pooled over both, as the GPU suite's first case), 2/4
-    heads, h0, no dht; dk's error with sets of rounding points kept in f32."""
-    allp = set(POINTS)
-    cs = dict(T=1, Hk=2, Hv=4, Kd=128, Vd=128, h0=True, dht=False)
-    sets = {"kernel": set(), "abu abw": {"abu", "abw"}, "U W abu abw": {"U", "W", "abu", "abw"},
-            "H VN abu abw": {"H", "VN", "abu", "abw"}, "H W abw": {"H", "W", "abw"},
-            "H VN U W abu abw": {"H", "VN", "U", "W", "abu", "abw"}, "H VN W abw": {"H", "VN", "W", "abw"}}
-    cfgs = {n: Cfg(on=allp - k, dg_form="direct_k") for n, k in sets.items()}
+T1_CASE = dict(T=1, Hk=2, Hv=4, Kd=128, Vd=128, h0=True, dht=False)
+
+
+def t1_dk_errors(seeds, cfgs):
+    """dk's rms-relative error (pooled over B = 2 sequences of one token, as
+    the GPU suite's first case) per configuration, sorted, over `seeds`."""
     res = {n: [] for n in cfgs}
     for sd in range(seeds):
-        cases = [make_case(9000 + 2 * sd + j, dt="bf16", **cs) for j in range(2)]
+        cases = [make_case(9000 + 2 * sd + j, dt="bf16", **T1_CASE) for j in range(2)]
         for n, c in cfgs.items():
             num = den = 0.0
             for j, case in enumerate(cases):
@@ -433,10 +429,25 @@ def t1tail(seeds=500):
                 num += float(np.sum((mm["dk"] - r["dk"]) ** 2))
                 den += float(np.sum(r["dk"] ** 2))
             res[n].append((num / den) ** 0.5)
-    for n, xs in res.items():
-        xs = sorted(xs)
-        print(f"f32 {n:20s} median {xs[len(xs) // 2]:.2e} p99 {xs[int(.99 * (len(xs) - 1))]:.2e} "
-              f"max {xs[-1]:.2e} over {sum(x > 8e-3 for x in xs)}/{len(xs)}", flush=True)
+    return {n: sorted(xs) for n, xs in res.items()}
+
+
+def print_tail(label, xs):
+    print(f"{label} median {xs[len(xs) // 2]:.2e} p99 {xs[int(.99 * (len(xs) - 1))]:.2e} "
+          f"max {xs[-1]:.2e} over {sum(x > 8e-3 for x in xs)}/{len(xs)}", flush=True)
+
+
+def t1tail(seeds=500):
+    """The T = 1 dk tail (docs/gdn.md, "Backward"): B = 2 sequences of one
+    token (dk's rms pooled over both, as the GPU suite's first case), 2/4
+    heads, h0, no dht; dk's error with sets of rounding points kept in f32."""
+    allp = set(POINTS)
+    sets = {"kernel": set(), "abu abw": {"abu", "abw"}, "U W abu abw": {"U", "W", "abu", "abw"},
+            "H VN abu abw": {"H", "VN", "abu", "abw"}, "H W abw": {"H", "W", "abw"},
+            "H VN U W abu abw": {"H", "VN", "U", "W", "abu", "abw"}, "H VN W abw": {"H", "VN", "W", "abw"}}
+    cfgs = {n: Cfg(on=allp - k, dg_form="direct_k") for n, k in sets.items()}
+    for n, xs in t1_dk_errors(seeds, cfgs).items():
+        print_tail(f"f32 {n:20s}", xs)
 
 
 def t1hilo(seeds=1000):
@@ -447,7 +458,6 @@ def t1hilo(seeds=1000):
     then the first build (without dQK's pair) and what else would shrink
     the tail."""
     allp = set(POINTS)
-    cs = dict(T=1, Hk=2, Hv=4, Kd=128, Vd=128, h0=True, dht=False)
     rec = {"H", "VN", "U", "abu"}          # the recompute's pairs
     hilo = rec | {"dqk"}
     sets = {"kernel before HILO": (set(), {}),
@@ -456,22 +466,9 @@ def t1hilo(seeds=1000):
             "HILO + W, abw": (hilo | {"W", "abw"}, dict(hilo=True)),
             "HILO + DW, DVD": (hilo | {"DW", "DVD"}, dict(hilo=True)),
             "HILO + DW, DVD, pt, W, abw": (hilo | {"DW", "DVD", "pt", "W", "abw"}, dict(hilo=True))}
-    res = {n: [] for n in sets}
-    for sd in range(seeds):
-        cases = [make_case(9000 + 2 * sd + j, dt="bf16", **cs) for j in range(2)]
-        for n, (keep, opt) in sets.items():
-            c = Cfg(on=allp - keep, dg_form="direct_k", **opt)
-            num = den = 0.0
-            for j, case in enumerate(cases):
-                mm = run_model(case, c)
-                r = reference(case, ("t1tail", sd, j))
-                num += float(np.sum((mm["dk"] - r["dk"]) ** 2))
-                den += float(np.sum(r["dk"] ** 2))
-            res[n].append((num / den) ** 0.5)
-    for n, xs in res.items():
-        xs = sorted(xs)
-        print(f"{n:24s} median {xs[len(xs) // 2]:.2e} p99 {xs[int(.99 * (len(xs) - 1))]:.2e} "
-              f"max {xs[-1]:.2e} over {sum(x > 8e-3 for x in xs)}/{len(xs)}", flush=True)
+    cfgs = {n: Cfg(on=allp - keep, dg_form="direct_k", **opt) for n, (keep, opt) in sets.items()}
+    for n, xs in t1_dk_errors(seeds, cfgs).items():
+        print_tail(f"{n:26s}", xs)
 
 
 def main():
