@@ -12,7 +12,8 @@
 #   call 3  carries FlashInfer part b + build/compiler/libqla.so + .fla + the published table,
 #           reassembles FlashInfer into /tmp/fisite, checks both anchors (bench/anchors.py --gpu-smoke) and runs
 #           the first group of the forward benchmark
-#   call 4+ (optional, same chain) the other head groups, then the backward with --flashqla
+#   call 4+ (optional, same chain) the other head groups, then the backward (all 32 rows, --graph --flashqla;
+#           it needs only call 2 before it)
 #
 # Usage (on this machine, from anywhere):
 #   scripts/anchor_carry.sh pack [--force]      # pack both anchors into .carry/anchors/ (~2 + ~4 min on 2 cores)
@@ -32,7 +33,6 @@ limit=$((64 * 1024 * 1024))
 lib=${LIB:-build/compiler/libqla.so}
 # the forward benchmark's head groups, one call each (all 171 rows over three calls; merge with --merge)
 groups=("2/8,4/16,8/24" "8/32,16/16,16/32" "16/48,16/64,32/32")
-bwd_rows="hk16_hv32/8k_1seq,hk8_hv16/8k_1seq,hk4_hv8/8k_1seq,hk2_hv4/8k_1seq"
 
 die() { echo "anchor_carry.sh: $*" >&2; exit 2; }
 
@@ -176,9 +176,12 @@ cmd_calls() {
       "set -e -o pipefail; test -d /tmp/site/flash_qla -a -d /tmp/fisite/flashinfer || { echo 'anchors gone: start again at call 1'; exit 3; }; $env_line; $(fwd_group "$g" "$calls" "$replays")"
     n=$((n + 1))
   done
-  print_call "call $n (optional): backward with FlashQLA measured (rows $bwd_rows; one warm-up process per row)" \
+  # All 32 rows as CUDA graphs; FLA's and FlashQLA's kernels compiled first in eight parallel processes (one
+  # per head group and length, FLA_CACHE_RESULTS=0 there so that no autotune choice made under contention is
+  # kept); may follow call 2 directly (the backward needs no FlashInfer).
+  print_call "call $n (optional; after call 2 or later): backward, all 32 rows, with FlashQLA measured" \
     "[\"$lib\", \".fla\", \"$table\"]" \
-    "set -e -o pipefail; test -d /tmp/site/flash_qla || { echo 'FlashQLA gone: start again at call 1'; exit 3; }; $env_line; R=$bwd_rows; for r in \${R//,/ }; do python3 bench/gdn_backward.py --anchors \$A --rows \$r --warm-only --no-qla --flashqla > /tmp/bwarm_\${r/\\//-}.log 2>&1 & done; wait; tail -n 2 /tmp/bwarm_*.log; python3 bench/gdn_backward.py --anchors \$A --rows \$R --flashqla --check --out-dir \$OUT 2>&1 | tee \$OUT/bwd.log"
+    "set -e -o pipefail; test -d /tmp/site/flash_qla || { echo 'FlashQLA gone: start again at call 1'; exit 3; }; $env_line; for h in hk16_hv32 hk8_hv16 hk4_hv8 hk2_hv4; do for n in 8k 32k; do R=\$h/\${n}_1seq,\$h/\${n}_2seq,\$h/\${n}_4seq,\$h/\${n}_8seq; FLA_CACHE_RESULTS=0 python3 bench/gdn_backward.py --anchors \$A --rows \$R --warm-only --no-qla --flashqla > /tmp/bwarm_\${h}_\$n.log 2>&1 & done; done; wait; tail -qn 1 /tmp/bwarm_*.log; python3 bench/gdn_backward.py --anchors \$A --graph --check --flashqla --out-dir \$OUT 2>&1 | tee \$OUT/bwd.log"
   echo "# Afterwards, here: copy the returned gdn_forward_*_partial.json of each call into separate folders, then"
   echo "#   python3 bench/gdn_forward.py --anchors $table --merge A/*.json B/*.json C/*.json --out-dir bench/results"
 }

@@ -648,8 +648,12 @@ bool Emitter::fencedAndSynced(Operation *store) {
   Operation *next = store->getNextNode();
   // A shared → global store of the tile just written begins with the group's
   // barrier (and the fence a TMA store needs) itself.
-  if (auto c = dyn_cast<CopyOp>(store))
-    if (auto st = dyn_cast_or_null<StoreOp>(next); st && st.getSrc() == c.getDst()) return true;
+  // (Scalar ops in between, a var's read say, touch no tile.)
+  if (auto c = dyn_cast<CopyOp>(store)) {
+    Operation *n = next;
+    while (n && n->getNumRegions() == 0 && (isMemoryEffectFree(n) || isa<VarGetOp>(n))) n = n->getNextNode();
+    if (auto st = dyn_cast_or_null<StoreOp>(n); st && st.getSrc() == c.getDst()) return true;
+  }
   while (isa_and_nonnull<FenceProxyAsyncOp>(next)) {
     next = next->getNextNode();
     if (isa_and_nonnull<BlockSyncOp, NamedBarrierOp>(next)) return true;
