@@ -25,7 +25,7 @@ Variants (cumulative where named so):
   dstore    O stored from registers to global (no staging), in the chunk
   dstore2   O stored from registers to global a chunk later (op)
   dstore3   dstore2, whole heads too
-  chain128  chain with chunks of 128 tokens (C = 128; `inp` two slots, `am`
+  chain128  chain with chunks of 128 tokens at BV = 64 (C = 128; `inp` two slots, `am`
             one, to fit 228 KB): the recurrence's time with half the steps.
             Valid only where the host does not split (it plans in chunks of
             64): 16/64 1x32768, say. 200 KB of shared memory, 44 spill bytes
@@ -119,7 +119,7 @@ def variants(k):
 """)
     v["chain"] = rep(rep(v["rec3"], "          for (i, jj) in parallel(BV, DK) { st[i, jj] = st[i, jj] * egl }\n", ""),
                      "          for (i, jj) in parallel(BV, C) { x[i, jj] = t0 + jj < eos ? x[i, jj] : 0.0 }\n", "")
-    c = rep(v["chain"], "BV = DV, C = 64,", "BV = DV, C = 128,").replace("depth(3)", "depth(2)")
+    c = rep(v["chain"], "BV = DV, C = 64,", "BV = DV, C = (BV == 64 ? 128 : 64),").replace("depth(3)", "depth(2)")
     v["chain128"] = rep(c, "channel am: { t: DT[C, C], ew: f32[C], ed: f32[C] } depth(2)",
                         "channel am: { t: DT[C, C], ew: f32[C], ed: f32[C] } depth(1)")
     v["noepi"] = rep(rep(k, E1, "        }"), E2, "")
