@@ -9,19 +9,24 @@ backward, and on FLA's Triton kernels for everything else.
     o, ht = chunk_gated_delta_rule(q, k, v, g, beta, output_final_state=True)   # on QLA
     qla.fla.disable()         # FLA's dispatch as it was
 
-How it plugs in: FLA's public ops are decorated with
-``fla.ops.backends.dispatch('<op>')``; on each call the decorator walks the
-op's ``BackendRegistry`` (for GDN ``gdr_registry`` in
-``fla/ops/gated_delta_rule/backends/__init__.py``, which holds FLA's FlashQLA
-backend, priority 3) in priority order, asks every available and enabled
-``BaseBackend`` its ``chunk_gated_delta_rule_verifier(...)`` (same arguments
-as the call) and runs the first accepting backend's ``chunk_gated_delta_rule``;
-when none accepts, FLA's own (Triton) implementation runs. :func:`enable`
-registers a ``BaseBackend`` subclass of that kind (``backend_type = "qla"``,
-priority 1: tried before FlashQLA) into ``gdr_registry``; :func:`disable`
-switches it off and takes it out of the registry. FLA has one entry point for
-both directions: QLA's op is a ``torch.autograd.Function``, so a call QLA
-serves also runs its backward on QLA.
+How it plugs in: FLA's public ops are decorated with FLA's ``dispatch``
+(``fla.backends`` in FLA >= 0.6, one file ``fla/backends.py``;
+``fla.ops.backends`` in FLA 0.5). On each call the decorator walks the
+op's ``BackendRegistry`` for "gated_delta_rule" (FLA 0.6: the registry
+``fla.backends`` keeps per operation, filled by
+``fla/ops/gated_delta_rule/backends/``; FLA 0.5: ``gdr_registry`` in that
+package; both hold FLA's FlashQLA backend, priority 3) in priority order,
+asks every available and enabled ``BaseBackend`` its
+``chunk_gated_delta_rule_verifier(...)`` (same arguments as the call) and
+runs the first accepting backend's ``chunk_gated_delta_rule``; when none
+accepts, FLA's own (Triton) implementation runs. :func:`enable` finds
+whichever dispatch module the installed FLA has, loads FLA's own GDN
+backends first, and registers a ``BaseBackend`` subclass of that kind
+(``backend_type = "qla"``, priority 1: tried before FlashQLA) into that
+registry; :func:`disable` switches it off and takes it out of the registry.
+FLA has one entry point for both directions: QLA's op is a
+``torch.autograd.Function``, so a call QLA serves also runs its backward on
+QLA.
 
 The verifier accepts exactly QLA's contract: q, k, v bf16 or f16 (one dtype)
 on one sm_90 GPU, [B, T, Hqk, K] / [B, T, Hv, V] with Hv % Hqk == 0 and K, V
@@ -39,14 +44,15 @@ Switches: QLA_FLA_BACKEND=1 (or on/true/yes) when qla.fla is imported calls
 :func:`enable`; QLA_FLA_BACKEND=0 (or off/false/no) at call time switches the
 backend off as FLA_FLASH_QLA=0 does FlashQLA's. FLA_DISABLE_BACKEND_DISPATCH=1
 (FLA's, read when FLA is imported) bypasses all of FLA's dispatch, so
-:func:`enable` refuses then.
+:func:`enable` refuses then. FLA 0.6's ``FLA_<BACKEND_TYPE>`` switch
+(``FLA_QLA``) is not consulted: QLA's backend decides with QLA_FLA_BACKEND.
 
 Log: every call QLA serves logs "FLA chunk_gated_delta_rule -> QLA (...)" at
 info on ``logging.getLogger("qla")``; a refused call logs the reason at debug
-(FLA's logger ``fla.ops.backends`` logs each backend's first refusal at
-info). QLA_LOG=info (or debug), the switch of QLA's C++ log, also gives that
-logger a handler writing "qla: +Tms pid=P info: ..." lines to stderr or
-QLA_LOG_FILE, unless it already has one. :func:`counters` counts served and
+(FLA's logger, ``fla.backends`` or ``fla.ops.backends``, logs each backend's
+first refusal at info). QLA_LOG=info (or debug), the switch of QLA's C++ log,
+also gives that logger a handler writing "qla: +Tms pid=P info: ..." lines to
+stderr or QLA_LOG_FILE, unless it already has one. :func:`counters` counts served and
 refused calls.
 
 Importing this module needs neither torch nor FLA; :func:`enable` imports
@@ -54,6 +60,8 @@ FLA and raises ImportError naming what is missing.
 """
 from __future__ import annotations
 
+import contextlib
+import importlib
 import logging
 import math
 import numbers
@@ -240,7 +248,7 @@ def check(env: Environment, q, k, v, g, beta, scale=None, initial_state=None, ou
 _lock = threading.RLock()
 _enabled = False
 _backend = None          # the registered backend object
-_registry = None         # FLA's gdr_registry
+_registry = None         # FLA's BackendRegistry of "gated_delta_rule" (FLA 0.5: gdr_registry)
 _backend_cls = None
 _available: bool | None = None
 _has_backward = True
@@ -392,7 +400,7 @@ def _make_backend_class(BaseBackend):
             return _is_available()
 
         @classmethod
-        def is_enabled(cls) -> bool:
+        def is_enabled(cls) -> bool:  # a classmethod: FLA 0.5 calls it on the class, FLA 0.6 on the instance
             return is_enabled()
 
         def chunk_gated_delta_rule_verifier(self, q, k, v, g, beta, scale=None, initial_state=None,
@@ -443,30 +451,77 @@ def _make_backend_class(BaseBackend):
     return QLABackend
 
 
+# FLA's dispatch module, newest layout first: FLA >= 0.6 has fla/backends.py,
+# FLA 0.5 fla/ops/backends/__init__.py.
+_DISPATCH_MODULES = ("fla.backends", "fla.ops.backends")
+_GDN_OP_MODULE = "fla.ops.gated_delta_rule"
+_GDN_BACKENDS_MODULE = "fla.ops.gated_delta_rule.backends"
+
+
+def _absent(e: ImportError, name: str) -> bool:
+    """Whether `e` says that module `name` (or a package above it) does not exist,
+    rather than that importing it failed."""
+    missing = getattr(e, "name", None)
+    return isinstance(e, ModuleNotFoundError) and missing is not None and \
+        (name == missing or name.startswith(missing + "."))
+
+
+def _dispatch_module():
+    """FLA's dispatch module: fla.backends (FLA >= 0.6) or fla.ops.backends (FLA 0.5)."""
+    for name in _DISPATCH_MODULES:
+        try:
+            mod = importlib.import_module(name)
+        except ImportError as e:
+            if _absent(e, name):
+                continue
+            raise ImportError(f"qla.fla: importing FLA's backend dispatch {name} failed: "
+                              f"{type(e).__name__}: {e}") from e
+        missing = [n for n in ("BackendRegistry", "BaseBackend", "dispatch") if not hasattr(mod, n)]
+        if missing:
+            raise ImportError(f"qla.fla: this FLA's {name} has no {', '.join(missing)} (an FLA without the "
+                              "backend dispatch qla.fla plugs into)")
+        return mod
+    raise ImportError(
+        "qla.fla needs flash-linear-attention with its backend dispatch (the `fla` package: fla.backends in "
+        "FLA >= 0.6, fla.ops.backends in FLA 0.5; BackendRegistry, BaseBackend, dispatch) and PyTorch: install "
+        "them (pip install flash-linear-attention) or put an FLA checkout on PYTHONPATH; neither "
+        f"{' nor '.join(_DISPATCH_MODULES)} could be found")
+
+
 def _fla():
-    """FLA's dispatch module and its gated_delta_rule registry (imports FLA)."""
+    """FLA's dispatch module and its gated_delta_rule registry (imports FLA),
+    FLA's own GDN backends loaded into it first."""
+    fla_backends = _dispatch_module()
+    # The op itself: on FLA 0.6 its @dispatch('gated_delta_rule') creates the
+    # registry and imports FLA's GDN backends into it; on FLA 0.5 it only binds
+    # the name, and FLA imports the backends on the first call.
     try:
-        import fla.ops.backends as fla_backends
+        importlib.import_module(_GDN_OP_MODULE)
     except ImportError as e:
-        raise ImportError(
-            "qla.fla needs flash-linear-attention with its backend dispatch (the `fla` package, "
-            "fla.ops.backends: BackendRegistry, BaseBackend, dispatch) and PyTorch: install them "
-            f"(pip install flash-linear-attention) or put an FLA checkout on PYTHONPATH; importing it failed: {e}"
-        ) from e
-    missing = [n for n in ("BackendRegistry", "BaseBackend") if not hasattr(fla_backends, n)]
-    if missing:
-        raise ImportError(f"qla.fla: this FLA's fla.ops.backends has no {', '.join(missing)} (an FLA without "
-                          "the backend dispatch qla.fla plugs into)")
+        raise ImportError(f"qla.fla: importing FLA's {_GDN_OP_MODULE} failed: {type(e).__name__}: {e}") from e
+    # FLA's own GDN backends (FlashQLA, ...) now, as FLA's dispatch would: on
+    # FLA 0.5 that module creates gdr_registry, which replaces any registry of
+    # the operation made before it.
     try:
-        from fla.ops.gated_delta_rule.backends import gdr_registry as registry
+        importlib.import_module(_GDN_BACKENDS_MODULE)
     except ImportError as e:
-        if getattr(e, "name", None) not in ("fla.ops.gated_delta_rule.backends", None):
-            raise ImportError(f"qla.fla: importing FLA's GDN backends failed: {e}") from e
-        registry = None
-    if registry is None:  # an FLA whose GDN op has no backends package yet: the registry dispatch looks up
-        import fla.ops.gated_delta_rule  # noqa: F401  (defines the dispatched op)
-        regs = fla_backends.BackendRegistry._registries
-        registry = regs.get(_OPERATION) or fla_backends.BackendRegistry(_OPERATION)
+        if not _absent(e, _GDN_BACKENDS_MODULE):
+            raise ImportError(f"qla.fla: importing FLA's GDN backends ({_GDN_BACKENDS_MODULE}) failed: "
+                              f"{type(e).__name__}: {e}") from e
+    get = getattr(fla_backends, "_get_operation_registry", None)
+    registries = getattr(fla_backends, "_operation_registries", None)
+    if callable(get):                                   # FLA >= 0.6
+        registry = get(_OPERATION)
+    elif isinstance(registries, dict):
+        registry = registries.get(_OPERATION) or registries.setdefault(_OPERATION,
+                                                                      fla_backends.BackendRegistry(_OPERATION))
+    else:                                               # FLA 0.5: registries register themselves by name
+        registries = getattr(fla_backends.BackendRegistry, "_registries", None)
+        if not isinstance(registries, dict):
+            raise ImportError(f"qla.fla: this FLA's {fla_backends.__name__} keeps no per-operation registry "
+                              "qla.fla knows (fla.backends._get_operation_registry of FLA 0.6, "
+                              "fla.ops.backends.BackendRegistry._registries of FLA 0.5)")
+        registry = registries.get(_OPERATION) or fla_backends.BackendRegistry(_OPERATION)
     return fla_backends, registry
 
 
@@ -487,8 +542,8 @@ def enable() -> None:
         if _backend is None:
             _backend = _backend_cls()
         _registry = registry
-        _enabled = True  # before register(): FLA caches can_use() per class there
-        registry.register(_backend)
+        _enabled = True  # before register(): FLA 0.5's register() caches can_use() per class
+        registry.register(_backend)  # BackendRegistry.register (both releases): replaces by backend_type
     _log.info("FLA backend enabled: FLA's chunk_gated_delta_rule -> QLA where QLA's contract allows")
 
 
@@ -502,12 +557,16 @@ def disable() -> None:
         reg, be = _registry, _backend
         if reg is not None and be is not None:
             try:
-                with reg._lock:
+                # FLA 0.5's registry has a lock and an "active" backend; FLA 0.6's neither.
+                lock = getattr(reg, "_lock", None)
+                with lock if lock is not None else contextlib.nullcontext():
                     if reg._backends.get(BACKEND_TYPE) is be:
                         del reg._backends[BACKEND_TYPE]
                     if getattr(reg, "_active", None) is be:
                         reg._active = None
-                        reg._update_active_backend()
+                        update = getattr(reg, "_update_active_backend", None)
+                        if update is not None:
+                            update()
             except AttributeError:  # another FLA's registry internals: is_enabled() is False anyway
                 pass
     if was:
@@ -532,3 +591,8 @@ _enable_from_environment()
 def _backend_object() -> Any:
     """The registered backend (None before :func:`enable`), for tests."""
     return _backend
+
+
+def _registry_object() -> Any:
+    """FLA's gated_delta_rule registry :func:`enable` registered into (None before), for tests."""
+    return _registry

@@ -317,9 +317,10 @@ def main():
     except Exception as e:  # noqa: BLE001
         record(f"qla.fla.enable(): {type(e).__name__}: {e}", False)
         return 1
-    from fla.ops.gated_delta_rule.backends import gdr_registry
+    gdr_registry = qla.fla._registry_object()  # FLA's gated_delta_rule registry (FLA 0.6 or 0.5's gdr_registry)
     impls = [b.backend_type for b in gdr_registry._get_sorted_backends() if hasattr(b, "chunk_gated_delta_rule")]
-    record("enable(): 'qla' registered in FLA's gdr_registry, the first backend of chunk_gated_delta_rule",
+    record("enable(): 'qla' registered in FLA's gated_delta_rule registry, the first backend of "
+           "chunk_gated_delta_rule",
            "qla" in gdr_registry._backends and impls[:1] == ["qla"],
            str([(b.backend_type, b.priority) for b in gdr_registry._get_sorted_backends()]))
 
@@ -390,7 +391,7 @@ def main():
     inp = make_inputs(c, gen)
     n0 = qla.fla.counters()["served"]
     _, _, mod = run(fla_op, c, inp)
-    record("disable(): 'qla' out of gdr_registry, a call inside the contract runs on FLA's Triton",
+    record("disable(): 'qla' out of FLA's registry, a call inside the contract runs on FLA's Triton",
            "qla" not in gdr_registry._backends and qla.fla.counters()["served"] == n0 and
            (mod or "").startswith("fla."), f"registry {sorted(gdr_registry._backends)}, autograd node {mod}")
     os.environ["QLA_FLA_BACKEND"] = "0"

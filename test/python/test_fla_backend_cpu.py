@@ -7,26 +7,44 @@ FLA or a GPU:
   2. The verifier's core, qla.fla.check, on a table of argument descriptions
      (in and out of QLA's contract, one row per rule), and agreeing with
      test/gpu/fla_gdn_tests.py's classification of FLA's test cases.
-  3. FLA's real dispatch (fla/ops/backends/__init__.py of an FLA checkout:
-     $FLA_SRC, else .fla in the source tree; skipped if neither has it) over
-     stand-ins for torch, fla.utils and the GDN op: enable() registers QLA in
-     the gated_delta_rule registry, a call inside the contract reaches QLA's op
-     (logged "FLA chunk_gated_delta_rule -> QLA", counted), calls outside it
-     fall back to FLA's function, QLA_FLA_BACKEND=0 at call time and disable()
-     give FLA's dispatch back, QLA_FLA_BACKEND=1 at import enables,
-     FLA_DISABLE_BACKEND_DISPATCH=1 makes enable() refuse.
+  3. FLA's real dispatch code, for each FLA release: fla-core 0.6.0
+     (fla/backends.py), 0.5.2 (fla/ops/backends/__init__.py) and the newest
+     fla-core on PyPI (so that FLA's next move of that API fails here, not for
+     a user), fetched with `pip download` into BUILD/fla-wheels (the build
+     tree of the libqla.so given; --wheels DIR to choose; the pinned wheels
+     are downloaded once, the newest resolved on every run), plus an FLA
+     checkout at $FLA_SRC or .fla if there is one. Per release, a temporary
+     tree holds the release's dispatch module and its
+     fla/ops/gated_delta_rule/backends/ package copied unchanged, stand-ins
+     for torch and fla.utils (an sm_90 machine), and the GDN op generated
+     from the release's own chunk.py (its dispatch import, decorators and
+     signature; the body returns ("fla", None)). There: enable() registers
+     QLA in the registry FLA's dispatch consults, a call inside the contract
+     reaches QLA's op (logged "FLA chunk_gated_delta_rule -> QLA", counted),
+     calls outside it fall back to FLA's function, QLA_FLA_BACKEND=0 at call
+     time and disable() give FLA's dispatch back, QLA_FLA_BACKEND=1 at import
+     enables, FLA_DISABLE_BACKEND_DISPATCH=1 makes enable() refuse; with a
+     stand-in flash_qla package installed, FLA's real FlashQLA backend
+     (priority 3) gets what QLA (priority 1) refuses and its verifier accepts.
+     Without the wheels (no network, no pip) the release is skipped (SKIP),
+     unless $CI is set: then it fails.
+  4. QLA_LOG=info gives the "qla" logger a handler.
 
-    python3 test/python/test_fla_backend_cpu.py [BUILD/compiler/libqla.so]
+    python3 test/python/test_fla_backend_cpu.py [BUILD/compiler/libqla.so] [--wheels DIR]
 
 (test_package.py runs it as part of ctest's python_package.) Each check
 prints PASS or FAIL; exit status 1 on any failure.
 """
+import argparse
+import ast
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import textwrap
+import zipfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "python"))
@@ -70,8 +88,10 @@ def imports(lib):
         print("  note: FLA or torch is importable here: the ImportError checks are left out")
         return
     rc, out, err = run("import qla.fla\ntry:\n    qla.fla.enable()\nexcept ImportError as e:\n    print(e)\n", py)
-    check("enable() without FLA: ImportError naming flash-linear-attention and fla.ops.backends",
-          rc == 0 and "flash-linear-attention" in out and "fla.ops.backends" in out, out + err)
+    check("enable() without FLA: ImportError naming flash-linear-attention, fla.backends (FLA >= 0.6) and "
+          "fla.ops.backends (FLA 0.5)",
+          rc == 0 and "flash-linear-attention" in out and "fla.backends in FLA >= 0.6" in out and
+          "fla.ops.backends in FLA 0.5" in out, out + err)
     rc, out, err = run("import qla.fla", py, QLA_FLA_BACKEND="1")
     check("QLA_FLA_BACKEND=1 at import without FLA: ImportError naming QLA_FLA_BACKEND=1",
           rc != 0 and "ImportError: QLA_FLA_BACKEND=1: qla.fla needs flash-linear-attention" in err, out + err)
@@ -247,12 +267,14 @@ def contract():
 
 
 # ----------------------------------------------------------------------------
-# 3. FLA's dispatch over stand-ins
+# 3. FLA's dispatch over stand-ins, for each FLA release
 # ----------------------------------------------------------------------------
 
+PINNED = ("0.6.0", "0.5.2")   # fla-core releases whose dispatch code must keep working
+WHEEL_NAME = re.compile(r"(fla_core-([^-\s'\"/\\]+)-[^\s'\"/\\]*\.whl)")
+
 STUB_TORCH = '''
-"""A stand-in for the few names of torch that fla.ops.backends and qla.fla use."""
-import contextlib
+"""A stand-in for the few names of torch that FLA's dispatch, its GDN backends and qla.fla use."""
 
 class dtype:
     def __init__(self, name): self.name = name
@@ -273,6 +295,8 @@ class Tensor:
     @property
     def is_cuda(self): return self.device.type == "cuda"
 
+LongTensor = Tensor
+
 _grad = [True]
 def is_grad_enabled(): return _grad[0]
 
@@ -291,30 +315,65 @@ class cuda:
     def is_current_stream_capturing(): return False
 '''
 
-STUB_GDN_OP = '''
-from fla.ops.backends import dispatch
+# fla/utils.py: the names FLA's dispatch and GDN backends import from it, on
+# an sm_90 GPU; find_spec_cached sees only packages of this test's own trees
+# (the stand-in flash_qla), never one installed on the machine.
+STUB_FLA_UTILS = '''
+import importlib.util
+import os
 
-@dispatch("gated_delta_rule")
-def chunk_gated_delta_rule(q, k, v, g, beta, scale=None, initial_state=None, output_final_state=False,
-                           use_qk_l2norm_in_kernel=False, use_beta_sigmoid_in_kernel=False, allow_neg_eigval=False,
-                           state_v_first=False, cu_seqlens=None, cu_seqlens_cpu=None, chunk_indices=None,
-                           cp_context=None, **kwargs):
-    return ("fla", None)
+_TREES = {trees!r}
+
+def find_spec_cached(name):
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    origin = getattr(spec, "origin", None) or ""
+    return spec if any(origin.startswith(t + os.sep) for t in _TREES) else None
+
+def has_usable_nvcc():
+    return False
+
+IS_NVIDIA = True
+IS_NVIDIA_HOPPER = True
+IS_NVIDIA_SM100 = False
+IS_NVIDIA_SM120 = False
+IS_NVIDIA_BLACKWELL = False
+IS_AMD = False
+IS_INTEL = False
+IS_NPU = False
+
+def __getattr__(name):  # a hardware flag of a newer FLA: not this machine
+    if name.startswith("IS_"):
+        return False
+    raise AttributeError(name)
 '''
 
-STUB_GDN_BACKENDS = '''
-from fla.ops.backends import BackendRegistry, dispatch
-gdr_registry = BackendRegistry("gated_delta_rule")
-__all__ = ["dispatch", "gdr_registry"]
+STUB_FLASH_QLA = '''
+"""A stand-in for the FlashQLA package: FLA's FlashQLABackend calls this."""
+def chunk_gated_delta_rule(**kw):
+    return ("flash_qla", None)
 '''
 
 DRIVER = r'''
-import io, logging, os, sys
+import inspect, io, logging, os, sys
 import torch
 import qla, qla.gdn
 import qla.fla as F
 from fla.ops.gated_delta_rule import chunk_gated_delta_rule as op
-from fla.ops.gated_delta_rule.backends import gdr_registry
+
+def fla_registry():
+    """FLA's gated_delta_rule registry, found through FLA's own API of either release."""
+    try:
+        import fla.backends as B                      # FLA >= 0.6
+    except ModuleNotFoundError as e:
+        if e.name != "fla.backends":
+            raise
+        import fla.ops.backends as B                  # FLA 0.5
+        B.BackendRegistry.ensure_initialized("gated_delta_rule")
+        return B.BackendRegistry._registries.get("gated_delta_rule")
+    return B._operation_registries.get("gated_delta_rule")
 
 seen = []
 def fake_qla_op(q, k, v, g, beta, **kw):
@@ -334,6 +393,7 @@ def inputs(K=128, dt=torch.bfloat16, h0=torch.float32):
     return q, k, v, g, beta, T((1, 4, K, 128), h0)
 
 def out(name, value): print(name, value)
+def types(reg): return sorted(reg._backends) if reg is not None else None
 
 q, k, v, g, beta, h0 = inputs()
 out("before", op(q, k, v, g, beta)[0])
@@ -348,9 +408,36 @@ if os.environ.get("STEP") == "bypass":
     except RuntimeError as e:
         out("bypass", "FLA_DISABLE_BACKEND_DISPATCH" in str(e))
     sys.exit(0)
+reg = fla_registry()
+own = types(reg)
+if os.environ.get("STEP") == "flash_qla":
+    q2, k2, _, _, _, _ = inputs(K=100)
+    _, _, _, _, _, h0bf = inputs(h0=torch.bfloat16)
+    out("fq_before", op(q, k, v, g, beta, initial_state=h0)[0])
+    F.enable()
+    out("fq_order", [b.backend_type for b in reg._get_sorted_backends() if hasattr(b, "chunk_gated_delta_rule")][:2])
+    out("fq_inside", op(q, k, v, g, beta, initial_state=h0, output_final_state=True)[0])
+    out("fq_h0bf16", op(q, k, v, g, beta, initial_state=h0bf)[0])
+    out("fq_h0bf16_reason", F.counters()["last_rejection"])
+    out("fq_K100", op(q2, k2, v, g, beta)[0])
+    F.disable()
+    out("fq_disabled", op(q, k, v, g, beta, initial_state=h0)[0])
+    sys.exit(0)
+
+# FLA's op has the parameters QLA's verifier takes, in its order (a release may leave some out).
+names = [p.name for p in inspect.signature(op).parameters.values() if p.kind != p.VAR_KEYWORD]
+ours = [p for p in inspect.signature(F.check).parameters if p not in ("env", "kwargs")]
+unknown = [n for n in names if n not in ours]
+order = [ours.index(n) for n in names if n in ours]
+out("signature", "ok" if not unknown and order == sorted(order) else f"FLA's {names} vs QLA's {ours}")
+out("own", own)
 F.enable()
 F.enable()  # idempotent
-out("registered", sorted(gdr_registry._backends))
+out("same_registry", F._registry_object() is reg)
+out("added", sorted(set(types(reg)) - set(own)))
+out("first", [b.backend_type for b in reg._get_sorted_backends() if hasattr(b, "chunk_gated_delta_rule")][:1])
+be = F._backend_object()
+out("is_enabled", (type(be).is_enabled(), be.is_enabled()))
 out("kw", op(q=q, k=k, v=v, g=g, beta=beta, initial_state=h0, output_final_state=True, chunk_size=64)[0])
 out("kw_args", sorted(seen[-1].items()) == sorted(dict(scale=None, initial_state=h0, output_final_state=True,
     cu_seqlens=None, use_qk_l2norm_in_kernel=False).items()))
@@ -363,7 +450,9 @@ q2, k2, _, _, _, _ = inputs(K=100)
 out("K100", op(q2, k2, v, g, beta)[0])
 out("K100_reason", F.counters()["last_rejection"])
 out("f32", op(*inputs(dt=torch.float32)[:5])[0])
-out("h0bf16", op(*inputs(h0=torch.bfloat16))[0])
+_, _, _, _, _, h0bf = inputs(h0=torch.bfloat16)
+out("h0bf16", op(q, k, v, g, beta, initial_state=h0bf)[0])
+out("h0bf16_reason", F.counters()["last_rejection"])
 out("cs32", op(q, k, v, g, beta, chunk_size=32)[0])
 out("rejected", F.counters()["rejected"])
 os.environ["QLA_FLA_BACKEND"] = "0"
@@ -372,54 +461,195 @@ del os.environ["QLA_FLA_BACKEND"]
 out("env_unset", op(q, k, v, g, beta)[0])
 F.disable()
 out("disabled", op(q, k, v, g, beta)[0])
-out("registered_after", sorted(gdr_registry._backends))
+out("removed", sorted(set(types(reg)) ^ set(own)))
 F.enable()
 out("reenabled", op(q, k, v, g, beta)[0])
 out("served_total", F.counters()["served"])
 '''
 
 
-def find_fla_backends():
-    for base in filter(None, (os.environ.get("FLA_SRC"), os.path.join(ROOT, ".fla"))):
-        p = os.path.join(base, "fla", "ops", "backends", "__init__.py")
-        if os.path.isfile(p):
-            return p
+def in_ci():
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def build_dir_of(lib):
+    """The CMake build tree holding `lib` (the folder with CMakeCache.txt above it), or None."""
+    d = os.path.dirname(os.path.abspath(lib))
+    for _ in range(4):
+        if os.path.isfile(os.path.join(d, "CMakeCache.txt")):
+            return d
+        d = os.path.dirname(d)
     return None
 
 
-def dispatch(lib):
-    src = find_fla_backends()
-    if src is None:
-        print("  SKIP  FLA's dispatch over stand-ins: no fla/ops/backends/__init__.py under $FLA_SRC or .fla")
-        return
-    if lib is None:
-        print("  SKIP  FLA's dispatch over stand-ins: no libqla.so given (enable() loads it)")
-        return
-    tmp = tempfile.mkdtemp(prefix="qla-fla-stub-")
+def wheel_version(path):
+    m = WHEEL_NAME.search(os.path.basename(path))
+    return m.group(2) if m else None
+
+
+def pip_download(spec, dest):
+    """(path of the fla-core wheel pip resolved `spec` to, None) or (None, why not)."""
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check",
+           "--no-input", "--timeout", "20", "--retries", "1", "-d", dest, spec]
     try:
-        def put(rel, text):
-            path = os.path.join(tmp, rel)
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(path, "w") as f:
-                f.write(textwrap.dedent(text))
-        put("torch/__init__.py", STUB_TORCH)
-        put("fla/__init__.py", "")
-        put("fla/utils.py", "import importlib.util\n"
-                            "def find_spec_cached(name):\n    return importlib.util.find_spec(name)\n")
-        put("fla/ops/__init__.py", "")
-        os.makedirs(os.path.join(tmp, "fla", "ops", "backends"))
-        shutil.copy(src, os.path.join(tmp, "fla", "ops", "backends", "__init__.py"))  # FLA's own dispatch, unchanged
-        put("fla/ops/gated_delta_rule/__init__.py", "from .chunk import chunk_gated_delta_rule\n")
-        put("fla/ops/gated_delta_rule/chunk.py", STUB_GDN_OP)
-        put("fla/ops/gated_delta_rule/backends/__init__.py", STUB_GDN_BACKENDS)
-        py = [tmp, os.path.join(ROOT, "python")]
-        rc, out, err = run(DRIVER, py, QLA_LIBRARY=lib)
-        got = dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
-        detail = out + err
-        print(f"  (FLA's dispatch from {src})")
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return None, f"`pip download {spec}`: {e}"
+    if p.returncode != 0:
+        tail = " | ".join((p.stderr.strip() or p.stdout.strip()).splitlines()[-2:])
+        return None, f"`pip download {spec}` failed: {tail}"
+    names = [m[0] for m in WHEEL_NAME.findall(p.stdout)]  # "Saved .../X.whl" or "File was already downloaded .../X.whl"
+    path = os.path.join(dest, names[-1]) if names else None
+    if path is None or not zipfile.is_zipfile(path):
+        return None, f"`pip download {spec}` named no fla-core wheel in {dest}: {p.stdout.strip()[-300:]}"
+    return path, None
+
+
+def fetch_wheels(dest):
+    """[(label, wheel path or None, why not)] for the pinned releases and the newest one."""
+    os.makedirs(dest, exist_ok=True)
+    got = []
+    for version in PINNED:
+        have = [os.path.join(dest, f) for f in sorted(os.listdir(dest)) if wheel_version(f) == version]
+        have = [p for p in have if zipfile.is_zipfile(p)]
+        if have:
+            got.append((f"fla-core {version}", have[0], None))
+            continue
+        path, why = pip_download(f"fla-core=={version}", dest)
+        got.append((f"fla-core {version}", path, why))
+    path, why = pip_download("fla-core", dest)   # the newest release, resolved again on every run
+    version = wheel_version(path) if path else None
+    if version not in PINNED:
+        got.append((f"fla-core {version} (the newest release)" if version else "the newest fla-core", path, why))
+    else:
+        print(f"  (the newest fla-core is {version}, tested above)")
+    return got
+
+
+class Release:
+    """The files of one FLA release: a wheel (zip) or a checkout (folder)."""
+
+    def __init__(self, label, wheel=None, folder=None):
+        self.label, self.wheel, self.folder = label, wheel, folder
+        if wheel:
+            with zipfile.ZipFile(wheel) as z:
+                self._files = {n: z.read(n) for n in z.namelist()
+                               if n.startswith("fla/") and not n.endswith("/")}
+        else:
+            self._files = {}
+            for d, _, files in os.walk(os.path.join(folder, "fla")):
+                for f in files:
+                    if f.endswith(".py"):
+                        full = os.path.join(d, f)
+                        with open(full, "rb") as fh:
+                            self._files[os.path.relpath(full, folder).replace(os.sep, "/")] = fh.read()
+
+    def read(self, rel):
+        return self._files.get(rel)
+
+    def under(self, prefix):
+        return sorted(n for n in self._files if n.startswith(prefix))
+
+
+def gdn_op_source(chunk_py):
+    """FLA's fla/ops/gated_delta_rule/chunk.py reduced to chunk_gated_delta_rule's
+    decorators and signature (annotations dropped), the imports those decorators
+    use (FLA's `dispatch`, torch) and the body `return ("fla", None)`."""
+    tree = ast.parse(chunk_py)
+    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "chunk_gated_delta_rule"), None)
+    if fn is None:
+        raise ValueError("chunk.py defines no chunk_gated_delta_rule")
+    used = {n.id for d in fn.decorator_list for n in ast.walk(d) if isinstance(n, ast.Name)}
+    if "dispatch" not in used:
+        raise ValueError(f"chunk_gated_delta_rule is not decorated with FLA's dispatch: decorators use {sorted(used)}")
+    body = []
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom):
+            names = node.names if node.module == "__future__" else \
+                [a for a in node.names if (a.asname or a.name) in used]
+            if names:
+                body.append(ast.ImportFrom(module=node.module, names=names, level=node.level))
+        elif isinstance(node, ast.Import):
+            names = [a for a in node.names if (a.asname or a.name).split(".")[0] in used]
+            if names:
+                body.append(ast.Import(names=names))
+    if not any(isinstance(n, ast.ImportFrom) and any(a.name == "dispatch" for a in n.names) for n in body):
+        raise ValueError("chunk.py imports no `dispatch`")
+    a = fn.args
+    for arg in a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x is not None]:
+        arg.annotation = None
+    fn.returns = None
+    fn.body = [ast.Return(ast.Tuple([ast.Constant("fla"), ast.Constant(None)], ast.Load()))]
+    body.append(fn)
+    module = ast.fix_missing_locations(ast.Module(body=body, type_ignores=[]))
+    return "# generated by test_fla_backend_cpu.py from FLA's chunk.py\n" + ast.unparse(module) + "\n"
+
+
+def stand_in_tree(release, base):
+    """A folder with the release's real dispatch module and GDN backends package,
+    copied unchanged, over stand-ins for torch, fla.utils and the GDN op.
+    Returns (folder, description of its FLA files)."""
+    tree = os.path.join(base, "tree")
+
+    def put(rel, data):
+        path = os.path.join(tree, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(data if isinstance(data, bytes) else textwrap.dedent(data).encode())
+
+    dispatch = [n for n in release.under("fla/") if n == "fla/backends.py" or
+                (n.startswith("fla/ops/backends/") and n.endswith(".py"))]
+    if not dispatch:
+        raise ValueError("it has neither fla/backends.py (FLA >= 0.6) nor fla/ops/backends/ (FLA 0.5): "
+                         "qla.fla cannot find FLA's dispatch")
+    gdn_backends = release.under("fla/ops/gated_delta_rule/backends/")
+    chunk = release.read("fla/ops/gated_delta_rule/chunk.py")
+    if chunk is None:
+        raise ValueError("it has no fla/ops/gated_delta_rule/chunk.py")
+    for n in dispatch + gdn_backends:
+        put(n, release.read(n))                       # FLA's own code, unchanged
+    put("fla/ops/gated_delta_rule/chunk.py", gdn_op_source(chunk.decode()))
+    put("fla/ops/gated_delta_rule/__init__.py", "from .chunk import chunk_gated_delta_rule\n")
+    put("fla/__init__.py", "")
+    put("fla/ops/__init__.py", "")
+    put("fla/utils.py", STUB_FLA_UTILS.format(trees=[os.path.realpath(base)]))
+    put("torch/__init__.py", STUB_TORCH)
+    put("flash_qla_stand_in/flash_qla/__init__.py", STUB_FLASH_QLA)
+    files = ", ".join(dispatch) + (f", {len(gdn_backends)} files of fla/ops/gated_delta_rule/backends/"
+                                   if gdn_backends else ", no GDN backends package")
+    return tree, files
+
+
+def dispatch_release(release, lib, tally):
+    label = release.label
+
+    def rcheck(name, ok, detail=""):
+        check(f"[{label}] {name}", ok, detail)
+        tally[label][0 if ok else 1] += 1
+
+    base = os.path.realpath(tempfile.mkdtemp(prefix="qla-fla-stub-"))
+    try:
+        try:
+            tree, files = stand_in_tree(release, base)
+        except (ValueError, SyntaxError, OSError) as e:
+            rcheck(f"its dispatch code over stand-ins: {e}", False)
+            return
+        print(f"  ({label}: {files}; chunk_gated_delta_rule generated from its chunk.py)")
+        py = [tree, os.path.join(ROOT, "python")]
+
+        def driver(pythonpath=py, **env):
+            rc, out, err = run(DRIVER, pythonpath, QLA_LIBRARY=lib, **env)
+            got = dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
+            return rc, got, out + err
+
+        rc, got, detail = driver()
         expect = [
             ("before", "fla", "before enable(): FLA's own function"),
-            ("registered", "['qla']", "enable() registers backend 'qla' in gdr_registry (twice: once)"),
+            ("signature", "ok", "FLA's chunk_gated_delta_rule has the parameters of QLA's verifier, in its order"),
+            ("same_registry", "True", "enable() registers into the registry FLA's dispatch consults"),
+            ("added", "['qla']", "enable() adds backend 'qla' to it (twice: once), FLA's own backends stay"),
+            ("first", "['qla']", "'qla' is the first backend of chunk_gated_delta_rule (priority 1)"),
+            ("is_enabled", "(True, True)", "the backend's is_enabled() on the class and on the instance"),
             ("kw", "qla", "keyword call inside the contract (h0, ht, chunk_size=64) -> QLA's op"),
             ("kw_args", "True", "QLA's op gets scale, initial_state, output_final_state, cu_seqlens, l2norm"),
             ("pos", "qla", "positional call (scale, l2norm, cu_seqlens in FLA's order) -> QLA's op"),
@@ -430,38 +660,116 @@ def dispatch(lib):
             ("K100_reason", "QLA requires K in {64, 128}, got K = 100", "the refusal's reason is kept"),
             ("f32", "fla", "f32 inputs -> FLA's function"),
             ("h0bf16", "fla", "bf16 initial_state -> FLA's function"),
+            ("h0bf16_reason", "QLA requires an f32 initial_state, got bf16", "... refused for its dtype"),
             ("cs32", "fla", "chunk_size=32 -> FLA's function"),
             ("rejected", "4", "counters()['rejected'] counts the refusals"),
             ("env0", "fla", "QLA_FLA_BACKEND=0 at call time -> FLA's function"),
             ("env_unset", "qla", "QLA_FLA_BACKEND unset again -> QLA's op"),
             ("disabled", "fla", "disable() -> FLA's function"),
-            ("registered_after", "[]", "disable() takes 'qla' out of gdr_registry"),
+            ("removed", "[]", "disable() takes 'qla' out of the registry, FLA's own backends stay"),
             ("reenabled", "qla", "enable() after disable() -> QLA's op"),
             ("served_total", "4", "served count after re-enabling"),
         ]
         for key, want, what in expect:
-            check(f"dispatch: {what}", rc == 0 and got.get(key) == want, f"{key}: got {got.get(key)!r}\n" + detail)
-        rc, out, err = run(DRIVER, py, QLA_LIBRARY=lib, QLA_FLA_BACKEND="1", STEP="import")
-        got = dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
-        check("dispatch: QLA_FLA_BACKEND=1 at import of qla.fla enables it",
-              rc == 0 and got.get("import_enabled") == "True" and got.get("import_served") == "qla", out + err)
-        rc, out, err = run(DRIVER, py, QLA_LIBRARY=lib, FLA_DISABLE_BACKEND_DISPATCH="1", STEP="bypass")
-        got = dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
-        check("dispatch: FLA_DISABLE_BACKEND_DISPATCH=1: enable() raises RuntimeError naming it",
-              rc == 0 and got.get("bypass") == "True", out + err)
-        code = ("import qla.fla, logging\nlogging.getLogger('qla').info('FLA chunk_gated_delta_rule -> QLA (x)')\n")
-        rc, out, err = run(code, [os.path.join(ROOT, "python")], QLA_LOG="info")
-        check("QLA_LOG=info: the 'qla' logger writes 'qla: +Tms pid=P info: ...' to stderr",
-              rc == 0 and "info: FLA chunk_gated_delta_rule -> QLA (x)" in err and err.startswith("qla: +"),
-              out + err)
-        rc, out, err = run(code, [os.path.join(ROOT, "python")])
-        check("QLA_LOG unset: nothing logged", rc == 0 and err == "", out + err)
+            rcheck(f"dispatch: {what}", rc == 0 and got.get(key) == want,
+                   f"{key}: got {got.get(key)!r}\n" + detail)
+        own = got.get("own", "")
+        rcheck("FLA's own GDN backends are in the registry before enable() (flash_qla among them)",
+               rc == 0 and "'flash_qla'" in own, f"own: {own!r}\n" + detail)
+
+        rc, got, detail = driver(pythonpath=py + [os.path.join(tree, "flash_qla_stand_in")], STEP="flash_qla")
+        for key, want, what in [
+            ("fq_before", "flash_qla", "before enable(): an sm_90 call goes to FLA's FlashQLA backend"),
+            ("fq_order", "['qla', 'flash_qla']", "QLA (priority 1) is tried before FlashQLA (priority 3)"),
+            ("fq_inside", "qla", "a call inside QLA's contract -> QLA, not FlashQLA"),
+            ("fq_h0bf16", "flash_qla", "bf16 initial_state at K = V = 128: QLA refuses, FlashQLA's verifier "
+                                       "accepts -> FlashQLA"),
+            ("fq_h0bf16_reason", "QLA requires an f32 initial_state, got bf16", "... QLA's reason kept"),
+            ("fq_K100", "fla", "K = 100: QLA and FlashQLA refuse -> FLA's function"),
+            ("fq_disabled", "flash_qla", "disable(): FlashQLA serves the call again"),
+        ]:
+            rcheck(f"with FlashQLA installed: {what}", rc == 0 and got.get(key) == want,
+                   f"{key}: got {got.get(key)!r}\n" + detail)
+
+        rc, got, detail = driver(QLA_FLA_BACKEND="1", STEP="import")
+        rcheck("dispatch: QLA_FLA_BACKEND=1 at import of qla.fla enables it",
+               rc == 0 and got.get("import_enabled") == "True" and got.get("import_served") == "qla", detail)
+        rc, got, detail = driver(FLA_DISABLE_BACKEND_DISPATCH="1", STEP="bypass")
+        rcheck("dispatch: FLA_DISABLE_BACKEND_DISPATCH=1: enable() raises RuntimeError naming it",
+               rc == 0 and got.get("before") == "fla" and got.get("bypass") == "True", detail)
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def checkout_releases():
+    """An FLA checkout ($FLA_SRC, else .fla in the source tree), if there is one."""
+    for base in filter(None, (os.environ.get("FLA_SRC"), os.path.join(ROOT, ".fla"))):
+        if os.path.isfile(os.path.join(base, "fla", "backends.py")) or \
+                os.path.isfile(os.path.join(base, "fla", "ops", "backends", "__init__.py")):
+            version = "?"
+            try:
+                with open(os.path.join(base, "fla", "__init__.py")) as f:
+                    m = re.search(r"__version__\s*=\s*['\"]([^'\"]+)", f.read())
+                    version = m.group(1) if m else version
+            except OSError:
+                pass
+            return [Release(f"FLA checkout {version} at {base}", folder=base)]
+    return []
+
+
+def dispatch(lib, wheels):
+    if lib is None:
+        print("  SKIP  FLA's dispatch over stand-ins: no libqla.so given (enable() loads it)")
+        return
+    tmp = None
+    if wheels is None:
+        build = build_dir_of(lib)
+        if build is not None:
+            wheels = os.path.join(build, "fla-wheels")
+        else:
+            tmp = wheels = tempfile.mkdtemp(prefix="qla-fla-wheels-")
+    print(f"  (fla-core wheels in {wheels}{', removed afterwards' if tmp else ''})")
+    try:
+        releases = []
+        for label, path, why in fetch_wheels(wheels):
+            if path is None:
+                if in_ci():
+                    check(f"[{label}] wheel: {why}", False)
+                else:
+                    print(f"  SKIP  [{label}] FLA's dispatch over stand-ins: {why}")
+                continue
+            try:
+                releases.append(Release(label, wheel=path))
+            except (zipfile.BadZipFile, OSError) as e:
+                check(f"[{label}] reading {path}: {e}", False)
+        releases += checkout_releases()
+        tally = {r.label: [0, 0] for r in releases}
+        for r in releases:
+            dispatch_release(r, lib, tally)
+        for label, (passed, failed) in tally.items():
+            print(f"  {label}: {passed} PASS, {failed} FAIL")
+    finally:
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def log_switch():
+    code = ("import qla.fla, logging\nlogging.getLogger('qla').info('FLA chunk_gated_delta_rule -> QLA (x)')\n")
+    rc, out, err = run(code, [os.path.join(ROOT, "python")], QLA_LOG="info")
+    check("QLA_LOG=info: the 'qla' logger writes 'qla: +Tms pid=P info: ...' to stderr",
+          rc == 0 and "info: FLA chunk_gated_delta_rule -> QLA (x)" in err and err.startswith("qla: +"),
+          out + err)
+    rc, out, err = run(code, [os.path.join(ROOT, "python")])
+    check("QLA_LOG unset: nothing logged", rc == 0 and err == "", out + err)
 
 
 def main():
-    lib = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else None
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("lib", nargs="?", help="BUILD/compiler/libqla.so (default: build/compiler/libqla.so if built)")
+    ap.add_argument("--wheels", help="folder caching the fla-core wheels (default: BUILD/fla-wheels of lib's "
+                                     "build tree, else a temporary folder)")
+    args = ap.parse_args()
+    lib = os.path.abspath(args.lib) if args.lib else None
     if lib is None:
         cand = os.path.join(ROOT, "build", "compiler", "libqla.so")
         lib = cand if os.path.isfile(cand) else None
@@ -469,8 +777,10 @@ def main():
     imports(lib)
     print("2. the verifier's core (qla.fla.check)")
     contract()
-    print("3. FLA's dispatch over stand-ins")
-    dispatch(lib)
+    print("3. FLA's dispatch over stand-ins, per FLA release")
+    dispatch(lib, os.path.abspath(args.wheels) if args.wheels else None)
+    print("4. the log switch")
+    log_switch()
     return check.summary()
 
 

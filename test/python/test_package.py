@@ -167,7 +167,9 @@ def main():
               len(lines) == 2 and "warmup: dtype f32 is not bf16 or f16" in lines[1], out + err)
 
         # 8. qla.fla (QLA as FLA's backend) without torch, FLA or a GPU: its
-        # own script (the verifier's decisions, FLA's dispatch over stand-ins).
+        # own script (the verifier's decisions, the dispatch code of FLA 0.6,
+        # 0.5 and the newest fla-core over stand-ins; their wheels are fetched
+        # into the fla-wheels folder of lib's build tree).
         script = os.path.join(ROOT, "test", "python", "test_fla_backend_cpu.py")
         p = subprocess.run([sys.executable, script, lib], capture_output=True, text=True, timeout=240,
                            env={k: v for k, v in os.environ.items()
