@@ -1,6 +1,10 @@
 // The compiler driver: front end, IR generation, pass pipeline, emission.
 #include "qla/compiler/Compiler.h"
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
 #include "compiler/emit/EmitCuda.h"
 #include "compiler/irgen/IRGen.h"
 #include "dialects/qla/Transforms/Passes.h"
@@ -80,9 +84,44 @@ bool lowerAndEmit(mlir::MLIRContext &ctx, mlir::ModuleOp mod, const CompileOptio
 }
 }  // namespace
 
+namespace {
+// CompileOptions::includeDirs, then includeLookup.
+fe::IncludeResolver includeResolver(const CompileOptions &o) {
+  return [&o](const std::string &name, const std::string &, std::string &path, std::string &text) -> std::string {
+    if (name.empty()) return "the file name is empty";
+    namespace fs = std::filesystem;
+    auto readable = [&](const fs::path &p) {
+      std::error_code ec;
+      if (!fs::is_regular_file(p, ec)) return false;
+      std::ifstream f(p, std::ios::binary);
+      if (!f) return false;
+      std::ostringstream ss;
+      ss << f.rdbuf();
+      path = p.lexically_normal().string();
+      text = ss.str();
+      return true;
+    };
+    if (fs::path(name).is_absolute()) return readable(name) ? "" : "no such file";
+    for (const std::string &dir : o.includeDirs)
+      if (readable(fs::path(dir.empty() ? "." : dir) / name)) return "";
+    if (o.includeLookup)
+      if (const std::string *t = o.includeLookup(name)) {
+        path = name;
+        text = *t;
+        return "";
+      }
+    std::string where;
+    for (const std::string &dir : o.includeDirs) where += (where.empty() ? "" : ", ") + (dir.empty() ? "." : dir);
+    if (where.empty() && !o.includeLookup) return "no include folders were given";
+    return "not found" + (where.empty() ? std::string() : " in " + where) +
+           (o.includeLookup ? std::string(where.empty() ? "" : " nor") + " among the embedded sources" : "");
+  };
+}
+}  // namespace
+
 bool listKernels(const std::string &source, const std::string &filename, std::vector<std::string> &names,
-                 std::vector<std::string> &diagnostics) {
-  auto r = fe::parseQla(source, filename);
+                 std::vector<std::string> &diagnostics, const CompileOptions &options) {
+  auto r = fe::parseQla(source, filename, includeResolver(options));
   if (!r.module) {
     for (auto &d : r.diags) diagnostics.push_back(d.str());
     return false;
@@ -94,7 +133,7 @@ bool listKernels(const std::string &source, const std::string &filename, std::ve
 bool compileQla(const std::string &source, const std::string &filename, const CompileOptions &options,
                 CompiledKernel &out, std::vector<std::string> &diagnostics) {
   std::vector<fe::Diagnostic> fdiags;
-  auto module = fe::parseAndCheckQla(source, filename, options.defines, fdiags);
+  auto module = fe::parseAndCheckQla(source, filename, options.defines, fdiags, includeResolver(options));
   if (!module) {
     for (auto &d : fdiags) diagnostics.push_back(d.str());
     return false;

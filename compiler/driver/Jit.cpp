@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -62,6 +63,8 @@ JitKernel jitCompileString(const std::string &source, const std::string &filenam
   co.lineInfo = lineInfo;
   co.partialWaits = options.partialWaits || partialWaitsFromEnvironment();
   co.trace = options.trace || traceFromEnvironment();
+  co.includeDirs = options.includeDirs;
+  co.includeLookup = options.includeLookup;
   CompiledKernel ck;
   std::vector<std::string> diags;
   if (!compileQla(source, filename, co, ck, diags)) {
@@ -148,7 +151,10 @@ JitKernel jitCompileFile(const std::string &path, const JitOptions &options) {
   if (!in) throw CompileError({path + ": error: cannot open file"});
   std::stringstream ss;
   ss << in.rdbuf();
-  return jitCompileString(ss.str(), path, options);
+  // `include` finds files beside this one first.
+  JitOptions o = options;
+  o.includeDirs.insert(o.includeDirs.begin(), std::filesystem::path(path).parent_path().string());
+  return jitCompileString(ss.str(), path, o);
 }
 
 void JitKernel::launch(const rt::LaunchArgs &args) {

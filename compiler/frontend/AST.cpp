@@ -12,7 +12,14 @@ std::string SourceLoc::str() const {
   return file + ":" + std::to_string(line) + ":" + std::to_string(col);
 }
 
-std::string Diagnostic::str() const { return loc.str() + ": error: " + message; }
+std::string SourceLoc::expansionNote() const {
+  std::string s;
+  for (const Expansion *e = via.get(); e; e = e->call.via.get())
+    s += " (in fn '" + e->fn + "' called at " + e->call.str() + ")";
+  return s;
+}
+
+std::string Diagnostic::str() const { return loc.str() + ": error: " + message + loc.expansionNote(); }
 
 std::string formatDiagnostics(const std::vector<Diagnostic> &diags) {
   std::string s;

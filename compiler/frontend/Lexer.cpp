@@ -35,6 +35,7 @@ const std::unordered_map<std::string, Tok> &keywords() {
       {"block", Tok::KwBlock},       {"max", Tok::KwMax},
       {"min", Tok::KwMin},           {"var", Tok::KwVar},
       {"until", Tok::KwUntil},       {"inv_unit_lower", Tok::KwInvUnitLower},
+      {"fn", Tok::KwFn},             {"include", Tok::KwInclude},
   };
   return kw;
 }
@@ -118,7 +119,20 @@ class Lexer {
     // A '.' starts a number only when a digit follows (".5"); "0..n" must lex
     // as 0, '..', n, so "1." is not a float either.
     if (isDigit(c) || (c == '.' && isDigit(peek(1)))) return number(t);
+    if (c == '"') return string(t);
     return punct(t);
+  }
+
+  // "text" on one line, no escapes (the file names of `include`).
+  bool string(Token &t) {
+    advance();
+    size_t start = pos_;
+    while (pos_ < src_.size() && peek() != '"' && peek() != '\n') advance();
+    if (peek() != '"') return error(t.loc, "unterminated string (a string ends with '\"' on its line)");
+    t.kind = Tok::String;
+    t.text = src_.substr(start, pos_ - start);
+    advance();
+    return true;
   }
 
   bool number(Token &t) {
@@ -232,6 +246,7 @@ std::string tokSpelling(Tok t) {
   case Tok::Ident: return "identifier";
   case Tok::Int: return "integer";
   case Tok::Float: return "float";
+  case Tok::String: return "string";
   case Tok::LParen: return "'('";
   case Tok::RParen: return "')'";
   case Tok::LBracket: return "'['";

@@ -6,6 +6,8 @@
 // The grammar is newline-insensitive: a statement is recognised by its first
 // token (a keyword or, for assignments, a name) and an expression ends at the
 // first token that cannot continue it. Semicolons are optional separators.
+#include <map>
+#include <set>
 #include <unordered_map>
 
 #include "qla/frontend/Frontend.h"
@@ -23,17 +25,57 @@ struct ParseAbort {};
 constexpr int kMaxDepth = 200;
 constexpr size_t kMaxExprTokens = 4000;
 
+// A `fn`: its parameters and body tokens (between the braces), expanded in
+// place at every call statement (docs/language.md, "Functions and includes").
+struct FnDef {
+  Token name;
+  std::vector<Token> params;
+  std::vector<Token> body;
+  std::set<std::string> locals;  // names the body declares (other than parameters)
+};
+
+// What the parsers of a file and of the files it includes share.
+struct Unit {
+  const IncludeResolver *resolver = nullptr;
+  std::map<std::string, FnDef> fns;
+  std::set<std::string> included;  // resolved paths: each file is read once
+  int includeDepth = 0;
+  int expansions = 0;
+};
+
+constexpr int kMaxIncludeDepth = 64;
+constexpr int kMaxExpansions = 100000;
+
 class Parser {
  public:
-  Parser(std::vector<Token> toks, std::vector<Diagnostic> &diags)
-      : toks_(std::move(toks)), diags_(diags) {}
+  Parser(std::vector<Token> toks, std::vector<Diagnostic> &diags, Unit &unit)
+      : toks_(std::move(toks)), diags_(diags), unit_(unit) {}
 
   std::unique_ptr<Module> parseModule(const std::string &filename) {
     auto m = std::make_unique<Module>();
     m->filename = filename;
     if (at(Tok::Eof)) fail(cur().loc, "expected 'kernel', found end of file (a file holds one or more kernels)");
-    while (!at(Tok::Eof)) m->kernels.push_back(parseKernel());
+    while (!at(Tok::Eof)) {
+      if (at(Tok::KwInclude)) parseInclude();
+      else if (at(Tok::KwFn)) parseFn();
+      else m->kernels.push_back(parseKernel());
+    }
+    if (m->kernels.empty())
+      fail(cur().loc, "expected 'kernel', found end of file (a file holds one or more kernels; one with only "
+                      "fns is a library to include)");
     return m;
+  }
+
+  // An included file: fns and includes only.
+  void parseLibrary() {
+    while (!at(Tok::Eof)) {
+      if (at(Tok::KwInclude)) parseInclude();
+      else if (at(Tok::KwFn)) parseFn();
+      else if (at(Tok::KwKernel))
+        fail(cur().loc, "an included file holds only fns and includes, found 'kernel'");
+      else
+        fail(cur().loc, "expected 'fn' or 'include' in an included file, found " + found());
+    }
   }
 
  private:
@@ -84,6 +126,176 @@ class Parser {
     }
     ~DepthGuard() { --p.depth_; }
   };
+
+  // --- fns and includes ----------------------------------------------------
+  // include "NAME": the file's fns, read once per compile.
+  void parseInclude() {
+    Token kw = take();
+    Token name = expect(Tok::String, "after 'include' (include \"file.qla\")");
+    if (!unit_.resolver || !*unit_.resolver)
+      fail(name.loc, "cannot include \"" + name.text + "\": this compile has no include path");
+    std::string path, text;
+    std::string why = (*unit_.resolver)(name.text, name.loc.file, path, text);
+    if (!why.empty()) fail(name.loc, "cannot include \"" + name.text + "\": " + why);
+    if (!unit_.included.insert(path).second) return;
+    if (unit_.includeDepth >= kMaxIncludeDepth) fail(kw.loc, "includes nested too deep");
+    std::vector<Token> toks = lexQla(text, path, diags_);
+    if (!diags_.empty()) throw ParseAbort{};
+    ++unit_.includeDepth;
+    Parser sub(std::move(toks), diags_, unit_);
+    sub.parseLibrary();
+    --unit_.includeDepth;
+  }
+
+  // fn NAME(P1, P2, ...) { BODY }
+  void parseFn() {
+    take();
+    FnDef f;
+    f.name = expectIdent("a function name after 'fn'");
+    if (builtinFromName(f.name.text) != Builtin::Unknown)
+      fail(f.name.loc, "'" + f.name.text + "' is a builtin function; a fn needs another name");
+    if (auto it = unit_.fns.find(f.name.text); it != unit_.fns.end())
+      fail(f.name.loc, "fn '" + f.name.text + "' is already defined at " + it->second.name.loc.str());
+    expect(Tok::LParen, "after the function name");
+    if (!at(Tok::RParen)) {
+      do {
+        Token p = expectIdent("a parameter name");
+        for (auto &q : f.params)
+          if (q.text == p.text) fail(p.loc, "parameter '" + p.text + "' is given twice");
+        f.params.push_back(p);
+      } while (accept(Tok::Comma));
+    }
+    expect(Tok::RParen, "after the parameters");
+    Token open = expect(Tok::LBrace, "before the function body");
+    int depth = 1;
+    while (true) {
+      if (at(Tok::Eof)) fail(open.loc, "the body of fn '" + f.name.text + "' has no closing '}'");
+      if (at(Tok::LBrace)) ++depth;
+      if (at(Tok::RBrace) && --depth == 0) break;
+      switch (cur().kind) {
+      case Tok::KwRole:
+      case Tok::KwChannel:
+      case Tok::KwKernel:
+      case Tok::KwFn:
+      case Tok::KwInclude:
+        fail(cur().loc, "a fn body may not hold " + found() + " (roles, channels, kernels, fns and includes "
+                        "stand at the top level)");
+      default: break;
+      }
+      f.body.push_back(take());
+    }
+    take();
+    collectLocals(f);
+    unit_.fns.emplace(f.name.text, std::move(f));
+  }
+
+  // The names a body declares: let/var/frag/shared NAME, for NAME, pipeline
+  // NAME, for (I, J, ...), put/get CH -> (A, B, ...).
+  static void collectLocals(FnDef &f) {
+    const auto &b = f.body;
+    auto ident = [&](size_t i) { return i < b.size() && b[i].kind == Tok::Ident; };
+    auto add = [&](const Token &t) { f.locals.insert(t.text); };
+    auto list = [&](size_t i) {  // '(' A, B, ... ')' at i
+      for (size_t k = i + 1; k < b.size() && b[k].kind != Tok::RParen; ++k)
+        if (b[k].kind == Tok::Ident) add(b[k]);
+    };
+    for (size_t i = 0; i < b.size(); ++i) {
+      switch (b[i].kind) {
+      case Tok::KwLet:
+      case Tok::KwVar:
+      case Tok::KwFrag:
+      case Tok::KwShared:
+      case Tok::KwPipeline:
+        if (ident(i + 1)) add(b[i + 1]);
+        break;
+      case Tok::KwFor:
+        if (ident(i + 1)) add(b[i + 1]);
+        else if (i + 1 < b.size() && b[i + 1].kind == Tok::LParen) list(i + 1);
+        break;
+      case Tok::KwPut:
+      case Tok::KwGet:
+        if (ident(i + 1) && i + 3 < b.size() && b[i + 2].kind == Tok::Arrow && b[i + 3].kind == Tok::LParen)
+          list(i + 3);
+        break;
+      default: break;
+      }
+    }
+    for (auto &p : f.params) f.locals.erase(p.text);
+  }
+
+  bool atFnCall() const {
+    return at(Tok::Ident) && ahead(1).kind == Tok::LParen && unit_.fns.count(cur().text);
+  }
+
+  // NAME(ARGS) at pos_, a call statement: its tokens are replaced by the fn's
+  // body, each parameter by its argument (in parentheses unless one token),
+  // each name the body declares by NAME'N (N: this expansion), so that it
+  // cannot meet a name of the caller. Tokens of the body keep their place in
+  // the fn and name the call in loc.via.
+  void expandCall() {
+    const size_t start = pos_;
+    Token name = take();
+    const FnDef &f = unit_.fns.at(name.text);
+    for (const Expansion *e = name.loc.via.get(); e; e = e->call.via.get())
+      if (e->fn == name.text)
+        fail(name.loc, "fn '" + name.text + "' calls itself: fns are expanded in place and cannot recurse");
+    if (++unit_.expansions > kMaxExpansions) fail(name.loc, "too many fn expansions");
+    take();  // '('
+    std::vector<std::vector<Token>> args;
+    if (!at(Tok::RParen)) {
+      args.emplace_back();
+      int depth = 0;
+      while (true) {
+        if (at(Tok::Eof)) fail(name.loc, "the call of fn '" + name.text + "' has no closing ')'");
+        if (depth == 0 && at(Tok::RParen)) break;
+        if (depth == 0 && at(Tok::Comma)) {
+          if (args.back().empty()) fail(cur().loc, "expected an argument before ','");
+          take();
+          args.emplace_back();
+          continue;
+        }
+        if (at(Tok::LParen) || at(Tok::LBracket)) ++depth;
+        if (at(Tok::RParen) || at(Tok::RBracket)) --depth;
+        args.back().push_back(take());
+      }
+      if (args.back().empty()) fail(cur().loc, "expected an argument before ')'");
+    }
+    take();  // ')'
+    if (args.size() != f.params.size())
+      fail(name.loc, "fn '" + name.text + "' takes " + std::to_string(f.params.size()) + " argument" +
+                         (f.params.size() == 1 ? "" : "s") + ", got " + std::to_string(args.size()));
+    auto via = std::make_shared<Expansion>(Expansion{name.text, name.loc});
+    const std::string suffix = "'" + std::to_string(unit_.expansions);
+    std::vector<Token> out;
+    for (size_t i = 0; i < f.body.size(); ++i) {
+      Token t = f.body[i];
+      t.loc.via = via;
+      const bool member = i > 0 && f.body[i - 1].kind == Tok::Dot;
+      if (t.kind == Tok::Ident && !member) {
+        size_t p = 0;
+        while (p < f.params.size() && f.params[p].text != t.text) ++p;
+        if (p < f.params.size()) {
+          const auto &a = args[p];
+          if (a.size() == 1) {
+            out.push_back(a[0]);
+          } else {
+            Token l = a[0], r = a.back();
+            l.kind = Tok::LParen, l.text = "(";
+            r.kind = Tok::RParen, r.text = ")";
+            out.push_back(l);
+            out.insert(out.end(), a.begin(), a.end());
+            out.push_back(r);
+          }
+          continue;
+        }
+        if (f.locals.count(t.text)) t.text += suffix;
+      }
+      out.push_back(std::move(t));
+    }
+    toks_.erase(toks_.begin() + long(start), toks_.begin() + long(pos_));
+    toks_.insert(toks_.begin() + long(start), out.begin(), out.end());
+    pos_ = start;
+  }
 
   // --- kernels ---------------------------------------------------------------
   std::unique_ptr<KernelDecl> parseKernel() {
@@ -208,6 +420,10 @@ class Parser {
     while (!at(Tok::RBrace)) {
       if (accept(Tok::Semi)) continue;
       if (at(Tok::Eof)) fail(cur().loc, "expected '}' to close the block, found end of file");
+      if (atFnCall()) {
+        expandCall();
+        continue;
+      }
       b.stmts.push_back(parseStmt());
     }
     take();
@@ -623,6 +839,8 @@ class Parser {
       s->value = parseExpr();
       return s;
     }
+    if (at(Tok::LParen))
+      fail(n.loc, "no fn named '" + n.text + "' (a fn is defined, or included, before the kernel that calls it)");
     fail(cur().loc, "expected '=', '+=', '-=', '*=' or '[' after '" + n.text + "', found " + found());
   }
 
@@ -739,6 +957,8 @@ class Parser {
     case Tok::Ident: {
       take();
       if (at(Tok::LParen)) {
+        if (t.kind == Tok::Ident && unit_.fns.count(t.text))
+          fail(t.loc, "fn '" + t.text + "' has no value: call it as a statement");
         auto c = std::make_unique<CallExpr>(t.loc, t.text);
         c->builtin = builtinFromName(t.text);
         parseCallArgs(*c);
@@ -763,6 +983,7 @@ class Parser {
 
   std::vector<Token> toks_;
   std::vector<Diagnostic> &diags_;
+  Unit &unit_;
   size_t pos_ = 0;
   int depth_ = 0;
   int exprNest_ = 0;       // parseExpr nesting
@@ -772,10 +993,17 @@ class Parser {
 }  // namespace
 
 ParseResult parseQla(const std::string &source, const std::string &filename) {
+  return parseQla(source, filename, IncludeResolver());
+}
+
+ParseResult parseQla(const std::string &source, const std::string &filename, const IncludeResolver &includes) {
   ParseResult r;
   std::vector<Token> toks = lexQla(source, filename, r.diags);
   if (!r.diags.empty()) return r;
-  Parser p(std::move(toks), r.diags);
+  Unit unit;
+  unit.resolver = &includes;
+  unit.included.insert(filename);
+  Parser p(std::move(toks), r.diags, unit);
   try {
     r.module = p.parseModule(filename);
   } catch (const ParseAbort &) {

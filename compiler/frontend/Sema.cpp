@@ -407,8 +407,8 @@ bool checkQla(Module &module, const std::map<std::string, std::string> &defines,
 
 std::unique_ptr<Module> parseAndCheckQla(const std::string &source, const std::string &filename,
                                          const std::map<std::string, std::string> &defines,
-                                         std::vector<Diagnostic> &diags) {
-  ParseResult r = parseQla(source, filename);
+                                         std::vector<Diagnostic> &diags, const IncludeResolver &includes) {
+  ParseResult r = parseQla(source, filename, includes);
   diags.insert(diags.end(), r.diags.begin(), r.diags.end());
   if (!r.module) return nullptr;
   if (!checkQla(*r.module, defines, diags)) return nullptr;

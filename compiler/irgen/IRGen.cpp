@@ -35,7 +35,10 @@ class IRGen {
   }
   // The location with the source name of what it defines: the emitter names
   // the C++ variable after it (`acc_19`), see docs/internals.md.
+  // (A name a fn's expansion declared, NAME'N, is named NAME: the C++ names
+  // are unique by their `_N` suffix anyway.)
   Location named(Location l, StringRef name) {
+    name = name.split('\'').first;
     return name.empty() ? l : (Location)NameLoc::get(StringAttr::get(ctx_, name), l);
   }
   // Names the op that computes a `let`'s value, unless it already has a name

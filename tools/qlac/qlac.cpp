@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <iterator>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -24,6 +25,8 @@ const char *kUsage =
     "                         cubin, or info (launch metadata). Default: cuda.\n"
     "  -D NAME=VALUE          override a specialization constant (repeatable;\n"
     "                         also -DNAME=VALUE)\n"
+    "  -I DIR                 a folder where `include \"NAME\"` looks for NAME\n"
+    "                         (repeatable; after the input file's own folder)\n"
     "  --kernel NAME          the kernel to compile when the file has several\n"
     "  -o FILE                write the output to FILE\n"
     "  --arch ARCH            NVRTC target (default sm_90a)\n"
@@ -94,6 +97,12 @@ int main(int argc, char **argv) {
       const char *v = a == "--arch" ? next("--arch") : argv[i] + 7;
       if (!v || !*v) return fail("--arch needs a value");
       arch = v;
+    } else if (a == "-I") {
+      const char *v = next("-I");
+      if (!v || !*v) return fail("-I needs a folder");
+      opts.includeDirs.push_back(v);
+    } else if (a.rfind("-I", 0) == 0) {
+      opts.includeDirs.push_back(a.substr(2));
     } else if (a == "--kernel") {
       const char *v = next("--kernel");
       if (!v) return fail("--kernel needs a name");
@@ -127,6 +136,8 @@ int main(int argc, char **argv) {
     return fail("unknown --emit kind '" + emit + "' (mlir, mlir-lowered, cuda, ptx, cubin, info)");
 
   opts.frontEndOnly = emit == "mlir";
+  // `include "NAME"`: beside the input first, then the -I folders.
+  opts.includeDirs.insert(opts.includeDirs.begin(), std::filesystem::path(input).parent_path().string());
   std::ifstream in(input, std::ios::binary);
   if (!in) return fail("cannot open '" + input + "'");
   std::stringstream ss;

@@ -10,6 +10,7 @@
 //   k.launch(args);                                           // throws qla::rt::Error
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -43,6 +44,10 @@ struct JitOptions {
   bool partialWaits = false;
   // CompileOptions::trace; also turned on by QLA_TRACE=1 (traceFromEnvironment).
   bool trace = false;
+  // CompileOptions::includeDirs and includeLookup (`include "NAME"`);
+  // jitCompileFile puts the file's own folder first.
+  std::vector<std::string> includeDirs;
+  std::function<const std::string *(const std::string &name)> includeLookup;
   rt::KernelCache *cache = nullptr;       // null: rt::KernelCache::global()
 };
 

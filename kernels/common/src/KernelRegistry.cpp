@@ -42,7 +42,8 @@ const JitKernel &KernelRegistry::compiled(KernelSlot &s) {
   // $QLA_KERNEL_DIR/<file>, where it exists, replaces the embedded source
   // (kernel variants without a rebuild; docs/internals.md).
   std::string override;
-  if (const char *dir = std::getenv("QLA_KERNEL_DIR"); dir && *dir) {
+  const char *kernelDir = std::getenv("QLA_KERNEL_DIR");
+  if (const char *dir = kernelDir; dir && *dir) {
     const std::string path = std::string(dir) + "/" + s.spec.file;
     std::ifstream in(path, std::ios::binary);
     if (in) {
@@ -60,6 +61,10 @@ const JitKernel &KernelRegistry::compiled(KernelSlot &s) {
     std::lock_guard<std::mutex> clock(compileMutex());
     JitOptions opt;
     opt.defines = s.spec.defines;
+    // `include "NAME"`: $QLA_KERNEL_DIR/NAME where it exists, else the
+    // family's embedded NAME.
+    if (kernelDir && *kernelDir) opt.includeDirs.push_back(kernelDir);
+    opt.includeLookup = source_;
     s.kernel = compile_(*source, dir_ + s.spec.file, opt);
   } catch (const std::exception &e) {
     fail("compiling " + s.spec.str() + " failed:\n" + e.what());

@@ -212,6 +212,7 @@ TEST_CASE("the GDN kernels compile to sm_90a cubins without spills", "[compiler]
       INFO(file << tag);
       qla::CompileOptions co;
       co.defines = defines;
+      co.includeDirs = {dir};  // as qlac does
       qla::CompiledKernel ck;
       std::vector<std::string> diags;
       bool ok = qla::compileQla(source, path, co, ck, diags);

@@ -190,6 +190,9 @@ qla::gdn::LaunchPlan planOrFail(const ForwardParams &p, size_t n) {
 
 }  // namespace
 
+// `include "NAME"` in the GDN kernels: the embedded files, as the operator compiles them.
+static const std::string *embeddedInclude(const std::string &name) { return qla::gdn::embeddedKernelSource(name); }
+
 TEST_CASE("GDN: specializations", "[gdn][kernels]") {
   std::vector<ForwardConfig> all = qla::gdn::allForwardConfigs();
   CHECK(all.size() == 768);
@@ -298,6 +301,7 @@ TEST_CASE("GDN: every specialization compiles through the QLA compiler with the 
           qla::gdn::fusedPass1KernelSpec(c), qla::gdn::tmatKernelSpec(c)}) {
       if (!done.insert(spec.str()).second) continue;
       qla::CompileOptions o;
+      o.includeLookup = embeddedInclude;
       o.defines = spec.defines;
       qla::CompiledKernel k;
       std::vector<std::string> diags;
@@ -316,6 +320,7 @@ TEST_CASE("GDN: every specialization compiles through the QLA compiler with the 
                                  qla::gdn::segmentKernelSpec(c), qla::gdn::mergeKernelSpec(c),
                                  qla::gdn::fusedKernelSpec(c)}) {
     qla::CompileOptions o;
+    o.includeLookup = embeddedInclude;
     o.defines = spec.defines;
     qla::CompiledKernel k;
     std::vector<std::string> diags;
@@ -763,6 +768,7 @@ PtxasReport parsePtxas(const std::string &log, const std::string &kernel) {
 // is in the result's log).
 qla::rt::NvrtcResult compileWithPtxasReport(const KernelSpec &spec, qla::CompiledKernel &k) {
   qla::CompileOptions o;
+  o.includeLookup = embeddedInclude;
   o.defines = spec.defines;
   std::vector<std::string> diags;
   bool ok = qla::compileQla(*qla::gdn::embeddedKernelSource(spec.file), "kernels/gdn/" + spec.file, o, k, diags);
@@ -990,6 +996,7 @@ TEST_CASE("GDN backward: every specialization compiles through the QLA compiler 
   auto compile = [&](const BackwardConfig &c, const KernelSpec &spec) {
     if (!done.insert(spec.str()).second) return;
     qla::CompileOptions o;
+    o.includeLookup = embeddedInclude;
     o.defines = spec.defines;
     qla::CompiledKernel k;
     std::vector<std::string> diags;

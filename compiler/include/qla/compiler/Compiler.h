@@ -2,6 +2,7 @@
 // No MLIR types in this header: tools, the JIT API and the GDN operators use it.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -33,6 +34,12 @@ struct CompileOptions {
   // QLA_TRACE=1 turns it on for JIT compiles. The traced kernel is a
   // different symbol (and cache entry) from the untraced one.
   bool trace = false;
+  // Where `include "NAME"` finds NAME: first NAME under each folder of
+  // includeDirs, in order, then includeLookup(NAME) (files in memory, such as
+  // a kernel family's embedded sources; null: none). qlac and jitCompileFile
+  // put the compiled file's own folder first.
+  std::vector<std::string> includeDirs;
+  std::function<const std::string *(const std::string &name)> includeLookup;
 };
 
 // The NVRTC option that puts line info into the cubin (same as nvcc -lineinfo).
@@ -59,7 +66,7 @@ bool compileQlaMlir(const std::string &mlirText, const std::string &filename, co
 
 // Kernel names in a file (parse only), for tools.
 bool listKernels(const std::string &source, const std::string &filename, std::vector<std::string> &names,
-                 std::vector<std::string> &diagnostics);
+                 std::vector<std::string> &diagnostics, const CompileOptions &options = CompileOptions());
 
 const char *qlaVersion();  // e.g. "0.1.0"
 

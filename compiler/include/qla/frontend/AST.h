@@ -59,12 +59,25 @@ using qla::DType;
 // Locations and diagnostics
 //===----------------------------------------------------------------------===//
 
+struct Expansion;
+
 // 1-based line and column (a tab counts as one column) of a token's first char.
+// A token of a `fn`'s body expanded at a call keeps its place in the body and
+// names the call in `via` (null outside expansions).
 struct SourceLoc {
   std::string file;
   int line = 0;
   int col = 0;
+  std::shared_ptr<const Expansion> via;
   std::string str() const;  // "file:line:col"
+  // " (in fn 'f' called at file:line:col)" for each expansion, innermost first; "" outside.
+  std::string expansionNote() const;
+};
+
+// One expansion of a `fn` at a call statement.
+struct Expansion {
+  std::string fn;
+  SourceLoc call;  // the call's name token (itself maybe inside another expansion)
 };
 
 struct Diagnostic {

@@ -7,6 +7,7 @@
 //   // walk r.module->kernels (see AST.h)
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -21,8 +22,16 @@ struct ParseResult {
   std::vector<Diagnostic> diags;   // syntax errors (the parser stops at the first)
 };
 
-// Lexes and parses a whole file. Never throws on bad input.
+// Resolves `include "NAME"` met in file `from`: fills `path` (the file's
+// name in diagnostics; a file is read once per compile, by path) and `text`
+// and returns "", or returns why it cannot (shown after `cannot include "NAME": `).
+using IncludeResolver = std::function<std::string(const std::string &name, const std::string &from,
+                                                  std::string &path, std::string &text)>;
+
+// Lexes and parses a whole file. Never throws on bad input. Without a
+// resolver an `include` is an error.
 ParseResult parseQla(const std::string &source, const std::string &filename);
+ParseResult parseQla(const std::string &source, const std::string &filename, const IncludeResolver &includes);
 
 // Semantic checks, name resolution and constant folding, in place. `defines`
 // are the -D overrides of specialization constants: NAME (applies to every
@@ -37,7 +46,8 @@ bool checkQla(Module &module, const std::map<std::string, std::string> &defines,
 // parseQla + checkQla; null (with diags) on any error.
 std::unique_ptr<Module> parseAndCheckQla(const std::string &source, const std::string &filename,
                                          const std::map<std::string, std::string> &defines,
-                                         std::vector<Diagnostic> &diags);
+                                         std::vector<Diagnostic> &diags,
+                                         const IncludeResolver &includes = IncludeResolver());
 
 // One diagnostic per line.
 std::string formatDiagnostics(const std::vector<Diagnostic> &diags);

@@ -16,11 +16,12 @@ enum class Tok : uint8_t {
   Ident,
   Int,
   Float,
+  String,  // "text": the file name of an `include`
   // keywords
   KwKernel, KwGrid, KwThreads, KwCluster, KwOccupancy, KwFollows, KwLet, KwShared, KwFrag, KwCopy, KwGemm, KwFor,
   KwIn, KwPipeline, KwStages, KwUnroll, KwParallel, KwRole, KwWarpgroup, KwWarpgroups,
   KwRegs, KwChannel, KwDepth, KwPut, KwGet, KwIf, KwElse, KwReduce, KwScan, KwCast,
-  KwTrue, KwFalse, KwOut, KwDim, KwBlock, KwMax, KwMin, KwVar, KwUntil, KwInvUnitLower,
+  KwTrue, KwFalse, KwOut, KwDim, KwBlock, KwMax, KwMin, KwVar, KwUntil, KwFn, KwInclude, KwInvUnitLower,
   // punctuation
   LParen, RParen, LBracket, RBracket, LBrace, RBrace, Less, Greater, Comma, Colon, Semi,
   Dot, DotDot, ColonPlus, Arrow, CaretT, Assign, PlusAssign, MinusAssign, StarAssign,
@@ -37,7 +38,7 @@ std::string tokSpelling(Tok t);
 
 struct Token {
   Tok kind = Tok::Eof;
-  std::string text;  // the source text (empty for Eof)
+  std::string text;  // the source text (empty for Eof; a String's text without its quotes)
   SourceLoc loc;
   int64_t intValue = 0;   // Int
   double floatValue = 0;  // Float
