@@ -716,15 +716,13 @@ void Sema::checkSlot(SlotStmt &s) {
       error(s.channelLoc, "channel '" + ch->name + "' has " + std::to_string(ch->fields.size()) + " tile" +
                               (ch->fields.size() == 1 ? "" : "s") + " per slot but '" + kw + "' binds " +
                               std::to_string(s.bindings.size()) + " name" + (s.bindings.size() == 1 ? "" : "s"));
-    // One producer role; any number of consumer roles, none of them the producer.
+    // One producer role; any number of consumer roles, the producer among
+    // them if it reads back its own slots (a get after its put).
     bool consumes = s.role && std::find(ch->consumers.begin(), ch->consumers.end(), s.role) != ch->consumers.end();
     if (s.role && !ctx_.dead) {
       if (s.isPut() && ch->producer && ch->producer != s.role)
         error(s.loc, "channel '" + ch->name + "' already has its puts in role '" + ch->producer->name +
                          "'; all puts of a channel must be in one role");
-      else if (s.isPut() ? consumes : ch->producer == s.role)
-        error(s.loc, "channel '" + ch->name + "' is used by 'put' and 'get' in the same role '" + s.role->name +
-                         "'; the producer and the consumer must be different roles");
       else if (s.isPut())
         ch->producer = s.role;
       else if (!consumes)

@@ -364,7 +364,7 @@ LogicalResult ChannelOp::verify() {
   for (Type s : t.getSlotTypes())
     if (!isa<SharedType>(s)) return emitOpError("slots hold shared tiles, got ") << s;
   // Producers and consumers: puts in exactly one role, gets in one or more
-  // other roles.
+  // roles (the producer among them where it reads back its own slots).
   RoleOp putRole;
   SmallVector<RoleOp> getRoles;
   bool hasPut = false;
@@ -380,8 +380,6 @@ LogicalResult ChannelOp::verify() {
   }
   if (!hasPut || getRoles.empty())
     return emitOpError("channel '") << getName() << "' needs a put and a get";
-  if (llvm::is_contained(getRoles, putRole))
-    return emitOpError("channel '") << getName() << "' is put and got in the same role";
   return success();
 }
 

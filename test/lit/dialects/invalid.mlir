@@ -753,23 +753,6 @@ func.func @channel_no_put() {
 
 // -----
 
-func.func @channel_same_role(%A: !qla.global<bf16, 2>, %i: index) {
-  // expected-error @+1 {{'qla.channel' op channel 'ab' is put and got in the same role}}
-  %ch = qla.channel "ab" : !qla.channel<[!qla.smem<64x64xbf16>], 2>
-  qla.role "both" warpgroups 0 to 0 regs 0 {
-    qla.put %ch {
-    ^bb0(%a: !qla.smem<64x64xbf16>):
-      qla.load %A[%i, %i] -> %a : !qla.global<bf16, 2> -> !qla.smem<64x64xbf16>
-    } : !qla.channel<[!qla.smem<64x64xbf16>], 2>
-    qla.get %ch {
-    ^bb0(%a: !qla.smem<64x64xbf16>):
-    } : !qla.channel<[!qla.smem<64x64xbf16>], 2>
-  }
-  return
-}
-
-// -----
-
 func.func @channel_puts_in_two_roles(%A: !qla.global<bf16, 2>, %i: index) {
   %ch = qla.channel "ab" : !qla.channel<[!qla.smem<64x64xbf16>], 2>
   qla.role "load0" warpgroups 0 to 0 regs 0 {

@@ -171,3 +171,52 @@ func.func @nested(%A: !qla.global<bf16, 2>, %i: index) attributes {qla.threads =
   }
   return
 }
+
+// -----
+
+// A role that reads back the slots it put (the producer among the consumers):
+// its put and its get keep their own ring cursors ("back.put", "back.get.aux"),
+// its threads' arrivals on `full` are what its get waits for, and `empty`
+// counts its releases with the other consumer's (2 x 128).
+// CHECK-LABEL: func.func @read_back
+// CHECK: %[[FULL:.*]] = qlanv.barriers {arrivals = 128 : i64} : <1>
+// CHECK: %[[EMPTY:.*]] = qlanv.barriers {arrivals = 256 : i64} : <1>
+// CHECK: qla.role "aux" warpgroups 0 to 0 regs 0 {
+// CHECK-DAG: %[[GR:.*]] = qlanv.ring "back.get.aux" : <1>
+// CHECK-DAG: %[[PR:.*]] = qlanv.ring "back.put" : <1>
+// CHECK: qlanv.ring_slot %[[PR]]
+// CHECK: qlanv.barrier_wait %[[EMPTY]]
+// CHECK: qla.copy %{{.*}} -> %{{.*}} {qla.slot_fill}
+// CHECK: qlanv.barrier_arrive %[[FULL]]
+// CHECK: qlanv.ring_advance %[[PR]]
+// CHECK: %[[GS:.*]] = qlanv.ring_slot %[[GR]]
+// CHECK: qlanv.barrier_wait %[[FULL]][%[[GS]]]
+// CHECK: qla.gemm
+// CHECK: qlanv.barrier_arrive %[[EMPTY]][%[[GS]]]
+// CHECK: qlanv.ring_advance %[[GR]]
+// CHECK: qla.role "math" warpgroups 1 to 1 regs 0 {
+// CHECK: qlanv.barrier_wait %[[FULL]]
+// CHECK: qlanv.barrier_arrive %[[EMPTY]]
+func.func @read_back(%i: index) attributes {qla.threads = 256 : i64} {
+  %ch = qla.channel "back" : !qla.channel<[!qla.smem<64x64xbf16, swizzle 128>], 1>
+  qla.role "aux" warpgroups 0 to 0 regs 0 {
+    %f = qla.alloc_frag : !qla.frag<64x64xf32, acc x1>
+    %acc = qla.alloc_frag : !qla.frag<64x64xf32, acc x1>
+    qla.put %ch {
+    ^bb0(%m: !qla.smem<64x64xbf16, swizzle 128>):
+      qla.copy %f -> %m : !qla.frag<64x64xf32, acc x1> -> !qla.smem<64x64xbf16, swizzle 128>
+    } : !qla.channel<[!qla.smem<64x64xbf16, swizzle 128>], 1>
+    qla.get %ch {
+    ^bb0(%m: !qla.smem<64x64xbf16, swizzle 128>):
+      qla.gemm %m, %m, %acc {transB} : !qla.smem<64x64xbf16, swizzle 128>, !qla.smem<64x64xbf16, swizzle 128>, !qla.frag<64x64xf32, acc x1>
+    } : !qla.channel<[!qla.smem<64x64xbf16, swizzle 128>], 1>
+  }
+  qla.role "math" warpgroups 1 to 1 regs 0 {
+    %acc = qla.alloc_frag : !qla.frag<64x64xf32, acc x1>
+    qla.get %ch {
+    ^bb0(%m: !qla.smem<64x64xbf16, swizzle 128>):
+      qla.gemm %m, %m, %acc {transB} : !qla.smem<64x64xbf16, swizzle 128>, !qla.smem<64x64xbf16, swizzle 128>, !qla.frag<64x64xf32, acc x1>
+    } : !qla.channel<[!qla.smem<64x64xbf16, swizzle 128>], 1>
+  }
+  return
+}

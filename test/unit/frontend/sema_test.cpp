@@ -557,9 +557,14 @@ TEST_CASE("sema: roles and channels", "[sema]") {
   CHECK(err(R("role a: warpgroup 0 { get ch -> (x, y) { } }")) == "t.qla:4:9: error: channel 'ch' has a 'get' but no 'put'");
   CHECK(err(R(kLoad + kMath + "\nrole more: warpgroup 3 { put ch -> (p, q) { } }", "512")) ==
         "t.qla:8:26: error: channel 'ch' already has its puts in role 'load'; all puts of a channel must be in one role");
-  CHECK(err(R("role a: warpgroup 0 { put ch -> (p, q) { }\n get ch -> (x, y) { } }")) ==
-        "t.qla:6:2: error: channel 'ch' is used by 'put' and 'get' in the same role 'a'; the producer and the consumer "
-        "must be different roles");
+  // A role may read back the slots it put (the producer among the consumers).
+  {
+    auto m = ok(R("role a: warpgroup 0 { put ch -> (p, q) { }\n get ch -> (x, y) { } }"));
+    const ChannelDecl *ch = m->kernels[0]->channels[0];
+    CHECK(ch->producer->name == "a");
+    REQUIRE(ch->consumers.size() == 1);
+    CHECK(ch->consumers[0] == ch->producer);
+  }
   CHECK(err(R("role a: warpgroup 0 { put ch -> (p) { } }\nrole b: warpgroup 1 { get ch -> (x, y) { } }")) ==
         "t.qla:5:27: error: channel 'ch' has 2 tiles per slot but 'put' binds 1 name");
   CHECK(err(R("role a: warpgroup 0 { put ch -> (p, q) { let z = 1 } }\nrole b: warpgroup 1 { get ch -> (x, y) { } }")) ==
@@ -652,10 +657,10 @@ TEST_CASE("sema: compute channels", "[sema]") {
   CHECK(err(C(auxStep(kAuxPut), " get ch -> (x, y) { get ch -> (p, q) { } }\n get mid -> (p, q) { }")) ==
         "t.qla:11:21: error: 'get ch' is nested in a 'get' of the same channel (at line 11); it would wait on a slot "
         "that the outer one holds");
-  // No role both puts and gets a channel.
+  // A consumer of a channel that another role fills cannot put into it too.
   CHECK(err(C(auxStep(kAuxPut), kMathGets + "\n put ch -> (p, q) { copy g -> p; copy A[0 :+ 32, 0 :+ 32] -> q }")) ==
-        "t.qla:12:2: error: channel 'ch' is used by 'put' and 'get' in the same role 'math'; the producer and the "
-        "consumer must be different roles");
+        "t.qla:13:35: error: channel 'ch' already has its puts in role 'math'; all puts of a channel must be in one "
+        "role");
   // A shared tile of the role may fill a slot tile too (a thread copy).
   auto m2 = ok(C(auxStep("copy s -> t; copy A[0 :+ 32, 0 :+ 32] -> u"), kMathGets));
   CHECK(as<CopyStmt>(m2->kernels[0]->channels[1]->puts[0]->body.stmts[0].get())->copyKind == CopyKind::SharedToShared);
