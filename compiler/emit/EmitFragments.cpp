@@ -703,6 +703,7 @@ LogicalResult Emitter::emitCast(CastOp op) {
 
 LogicalResult Emitter::emitReduce(ReduceOp op) {
   auto s = op.getSrc().getType(), d = op.getDst().getType();
+  if (op.getDim() == 0) return emitColumnReduce(op);
   if (op.getDim() != 1 || s.getLayout() != FragType::Acc || d.getLayout() != FragType::Row)
     return op.emitOpError("only row reductions (dim = 1) of accumulator-layout fragments are emitted yet");
   if (!d.getElementType().isF32()) return op.emitOpError("reduction results are f32");
@@ -728,6 +729,77 @@ LogicalResult Emitter::emitReduce(ReduceOp op) {
   line("#pragma unroll");
   line(fmt::format("for (int {0} = 0; {0} < {1}; ++{0}) {2}[{0}] = {3}({2}[{0}]){4};", q, d.getRegsPerThread(), dn, quad,
                    op.getKind() == ReduceKind::min ? ")" : ""));
+  return success();
+}
+
+// Column reduction (dim = 0) of an accumulator-layout fragment into a column
+// vector, deterministic (a fixed order, no atomics): each thread combines
+// its own rows of each of its columns (the column vector's register q holds
+// column 8 (q / 2) + 2 (lane % 4) + q % 2, the same columns its accumulator
+// registers hold), the eight lanes of a warp that share lane % 4 combine
+// theirs by butterfly shuffles, and where the group has several warps their
+// results meet in shared scratch (one row of N per warp), which every thread
+// then combines in warp order.
+LogicalResult Emitter::emitColumnReduce(ReduceOp op) {
+  auto s = op.getSrc().getType(), d = op.getDst().getType();
+  if (s.getLayout() != FragType::Acc || d.getLayout() != FragType::Col)
+    return op.emitOpError("column reductions (dim = 0) take an accumulator-layout fragment into a column vector");
+  if (!d.getElementType().isF32()) return op.emitOpError("reduction results are f32");
+  std::string init;
+  auto comb = [&](const std::string &a, const std::string &b) {
+    switch (op.getKind()) {
+      case ReduceKind::add: return fmt::format("({} + {})", a, b);
+      case ReduceKind::max: return fmt::format("fmaxf({}, {})", a, b);
+      case ReduceKind::min: return fmt::format("fminf({}, {})", a, b);
+    }
+    return std::string();
+  };
+  switch (op.getKind()) {
+    case ReduceKind::add: init = "0.0f"; break;
+    case ReduceKind::max: init = "-__int_as_float(0x7f800000)"; break;
+    case ReduceKind::min: init = "__int_as_float(0x7f800000)"; break;
+  }
+  const int64_t n = s.getShape()[1], regs = d.getRegsPerThread();
+  const int64_t warps = 4 * (group().end - group().begin + 1);
+  std::string dn = name(op.getDst());
+  std::string q = fresh("r");
+  line("#pragma unroll");
+  line(fmt::format("for (int {0} = 0; {0} < {1}; ++{0}) {2}[{0}] = {3};", q, regs, dn, init));
+  {
+    RegLoop l = openRegLoop(s);
+    std::string a = fmt::format("{}[{}]", dn, vectorRegFor(d, s, l.reg));
+    line(fmt::format("{} = {};", a, comb(a, fragElem(op.getSrc(), l.reg))));
+    closeLoop();
+  }
+  q = fresh("r");
+  line("#pragma unroll");
+  line(fmt::format("for (int {0} = 0; {0} < {1}; ++{0}) {{", q, regs));
+  ++indent_;
+  for (int o : {4, 8, 16})
+    line(fmt::format("{0}[{1}] = {2};", dn, q,
+                     comb(fmt::format("{}[{}]", dn, q), fmt::format("__shfl_xor_sync(0xffffffffu, {}[{}], {})", dn, q, o))));
+  closeLoop();
+  std::string buf = fresh("qla_colred");
+  if (failed(scratchPointer(op, buf))) return failure();
+  const std::string col = fmt::format("8 * ({0} / 2) + 2 * (qla_lane % 4) + {0} % 2", q);
+  line(groupSync());
+  line("if (qla_lane < 4) {");
+  ++indent_;
+  line("#pragma unroll");
+  line(fmt::format("for (int {0} = 0; {0} < {1}; ++{0}) {2}[(qla_wgl * 4 + qla_warp) * {3} + {4}] = {5}[{0}];", q,
+                   regs, buf, n, col, dn));
+  closeLoop();
+  line(groupSync());
+  line("#pragma unroll");
+  line(fmt::format("for (int {0} = 0; {0} < {1}; ++{0}) {{", q, regs));
+  ++indent_;
+  line(fmt::format("float v_ = {}[{}];", buf, col));
+  line("#pragma unroll");
+  line(fmt::format("for (int w_ = 1; w_ < {}; ++w_) v_ = {};", warps,
+                   comb("v_", fmt::format("{}[w_ * {} + {}]", buf, n, col))));
+  line(fmt::format("{}[{}] = v_;", dn, q));
+  closeLoop();
+  line(groupSync());
   return success();
 }
 

@@ -90,6 +90,7 @@ class Emitter {
   bool fencedAndSynced(mlir::Operation *store);
   mlir::LogicalResult emitCast(mlir::qla::CastOp op);
   mlir::LogicalResult emitReduce(mlir::qla::ReduceOp op);
+  mlir::LogicalResult emitColumnReduce(mlir::qla::ReduceOp op);
   mlir::LogicalResult emitParallel(mlir::qla::ParallelOp op);
   mlir::LogicalResult emitWgmma(mlir::qlanv::WgmmaOp op);
   mlir::LogicalResult emitScan(mlir::qla::ScanOp op);

@@ -31,9 +31,13 @@ int64_t groupWarpgroups(Operation *op) {
 }
 
 // Shared scratch (bytes) the emitter needs for `op`: scans and picks stage a
-// vector or one value; the triangular inverse keeps L and X, padded rows.
+// vector or one value, column reductions one row per warp; the triangular
+// inverse keeps L and X, padded rows.
 int64_t scratchBytes(Operation *op) {
   if (auto s = dyn_cast<ScanOp>(op)) return 4 * s.getSrc().getType().getShape()[0];
+  // A column reduction: one row of partial results per warp of the group.
+  if (auto r = dyn_cast<ReduceOp>(op))
+    if (r.getDim() == 0) return 4 * 4 * std::max<int64_t>(1, groupWarpgroups(op)) * r.getSrc().getType().getShape()[1];
   if (isa<FragPickOp>(op)) return 4;
   if (auto inv = dyn_cast<InvUnitLowerOp>(op)) {
     // None where the blocks are inverted in registers; with `blocks` only
