@@ -1,55 +1,40 @@
 """Real-client tests of QLA's GDN under FLA's dispatch (issue 28, item 4).
 
-Three clients call FLA 0.6's public ``chunk_gated_delta_rule`` the way people
-train with it; each runs with QLA enabled (``qla.fla.enable()``) and disabled
-(FLA's Triton kernels), on the same weights and inputs:
+Three clients call FLA 0.6's public ``chunk_gated_delta_rule`` as people train
+with it, each with QLA enabled (``qla.fla.enable()``) and disabled (FLA's
+Triton kernels) on the same seeded weights and inputs (test/gpu/README.md
+has the details and how to carry FLA to the H200):
 
-qwen       transformers' Qwen3.5 causal LM (``Qwen3_5ForCausalLM``, else
-           ``Qwen3NextForCausalLM``; the output says which), random weights,
-           bf16, hidden 2048, linear heads 16 q/k and 32 v of dim 128, a tiny
-           vocab, --layers decoder layers (every 4th full attention, as the
-           real model), one training step (forward, loss, backward) on B = 1,
-           T = --seq-len. transformers q/k are repeat_interleave'd to 32 heads,
-           v is a strided view of the conv output, g (f32) and beta = sigmoid(b)
-           (bf16) come from outside, use_qk_l2norm_in_kernel=True. Checks: the
-           model calls FLA's op (not transformers' torch fallback); QLA serves
-           every GDN call (served == GDN layers, rejected == 0, no Triton GDN
-           forward); the baseline ran FLA's Triton GDN; loss (rel. diff <= 2e-3,
-           half a bf16 ulp: the loss averages T cross-entropies), logits and
-           every parameter gradient (rel. RMS <= --grad-bar, default 2e-2: GDN.md's
-           loosest per-op bar, dg/dbeta, about 5 bf16 ulps; weight gradients are
-           bf16 products of activations that carry the op's differences) match
-           FLA's Triton step; the step (median of --reps, CUDA events, after one
-           warm-up step each) is faster on QLA.
-fla-layer  FLA's own ``fla.layers.GatedDeltaNet`` (head_dim 128, expand_v 1,
-           16/32 heads, hidden 2048; its call options are the layer's fixed
-           ones: use_gate_in_kernel with A_log and dt_bias,
-           use_beta_sigmoid_in_kernel, state_v_first, use_qk_l2norm_in_kernel),
-           forward + backward. Output and every gradient enabled vs disabled
-           within the bars (o 5e-3, gradients --grad-bar); "served by QLA" is
-           issue 28 item 2: until QLA takes those options it is XFAIL with
-           QLA's refusal (--strict: FAIL).
-packed     A Megatron-style packed call: q, k L2-normalized outside, GVA 16/32
-           heads (no repeat), g (f32) and beta (bf16) computed outside,
-           int32 cu_seqlens of sequences from 1 token up, no state. Served by
-           QLA; o and dq, dk, dv, dg, dbeta vs FLA's Triton and vs float64
-           (test_fla_backend.py's helpers), GDN.md's bars: o 5e-3, dq/dk/dv
-           8e-3, dg/dbeta 2e-2.
+qwen       transformers' ``Qwen3_5ForCausalLM`` (else ``Qwen3NextForCausalLM``;
+           printed), random bf16 weights, hidden 2048, linear heads 16 q/k and
+           32 v of 128, --layers (every 4th full attention), one training step
+           at B = 1, T = --seq-len. Checks: transformers bound FLA's op (not
+           its torch fallback); QLA served every GDN call; the disabled step
+           ran FLA's Triton GDN; loss rel. diff <= 2e-3 (half a bf16 ulp: the
+           loss averages T cross-entropies), logits and every parameter
+           gradient rel. RMS <= 2e-2 (--grad-bar; GDN.md's loosest per-op bar,
+           dg/dbeta, about 5 bf16 ulps); the step is faster on QLA (CUDA
+           events, one warm-up step each, median of --reps).
+fla-layer  FLA's ``fla.layers.GatedDeltaNet`` (head_dim 128, expand_v 1, 16/32
+           heads; the layer's own options: in-kernel gate with A_log/dt_bias,
+           beta sigmoid, V-first state), forward + backward: output (5e-3) and
+           gradients (--grad-bar) enabled vs disabled; "served by QLA" is
+           XFAIL with QLA's refusal until issue 28 item 2 (--strict: FAIL).
+packed     Megatron-style: q, k L2-normalized outside, 16/32 heads, g (f32)
+           and beta (bf16) from outside, int32 cu_seqlens (a 1-token
+           sequence among them), no state: served by QLA, output and
+           gradients vs FLA's Triton and float64 within GDN.md's bars.
 
     PYTHONPATH=python QLA_LIBRARY=build/compiler/libqla.so python3 test/gpu/test_real_clients.py
         [--seq-len 8192] [--layers 4] [--reps 5] [--seed N] [--filter qwen|fla-layer|packed]
         [--grad-bar 2e-2] [--strict] [--warm-only]
 
-Environment set here before FLA is imported: FLA_FLASH_QLA=0, FLA_TILELANG=0
-(the baseline is FLA's Triton path), FLA_DISABLE_BACKEND_DISPATCH and
-QLA_FLA_BACKEND removed. With Triton < 3.7.1 on Hopper FLA refuses its gated
-backward (FLA #640); its guard is lifted as in test_fla_backend.py
-(fla.ops.common.chunk_o.TRITON_ABOVE_3_7_1 = True), and the packed call's
-"Triton vs float64" numbers show whether FLA's gradients are sound.
-
---warm-only compiles QLA's kernels of these calls into $QLA_CACHE_DIR without
-torch or a GPU. Prints SKIP and exits 0 without PyTorch, an sm_90 GPU, FLA
-(fla-core and flash-linear-attention) or transformers; otherwise one
+Before FLA is imported: FLA_FLASH_QLA=0, FLA_TILELANG=0, and
+FLA_DISABLE_BACKEND_DISPATCH, QLA_FLA_BACKEND removed; FLA's guard on its
+gated backward for Triton < 3.7.1 on Hopper (FLA #640) is lifted as in
+test_fla_backend.py. --warm-only compiles QLA's kernels of these calls into
+$QLA_CACHE_DIR (no torch, no GPU). Prints SKIP and exits 0 without PyTorch, an
+sm_90 GPU, FLA (fla-core + flash-linear-attention) or transformers; else one
 PASS/FAIL/XFAIL line per check, the XFAIL count, "N passed, M failed", exit
 status 1 on any failure.
 """
@@ -227,8 +212,8 @@ def test_qwen(args, fla_op, calls, triton_bwd_trusted):
     print(f"transformers {transformers.__version__}: {model_cls.__module__}.{model_cls.__name__}, "
           f"{config.num_hidden_layers} layers {config.layer_types}, hidden {HIDDEN}, linear heads {HK}/{HV} of "
           f"{DK}/{DV}, vocab {VOCAB}, bf16, B=1 T={T}, attention "
-          f"{getattr(model_t.config, '_attn_implementation', '?')}, {sum(p.numel() for p in model_t.parameters())} "
-          f"parameters")
+          f"{getattr(model_t.config, '_attn_implementation', '?')}, "
+          f"{sum(p.numel() for p in model_t.parameters()) / 1e6:.0f}M parameters")
     ids = torch.randint(0, VOCAB, (1, T), generator=torch.Generator().manual_seed(args.seed)).cuda()
 
     def step(model):
@@ -241,9 +226,12 @@ def test_qwen(args, fla_op, calls, triton_bwd_trusted):
     # How the model calls FLA: the first call's arguments (a pass-through wrapper of the module global).
     seen = []
 
+    params = inspect.signature(fla_op).parameters  # transformers passes FLA only these keywords
+
     def spy(*a, **k):
         if not seen:
             seen.append(", ".join([describe(x) for x in a] + [f"{n}={describe(x)}" for n, x in k.items()]))
+            seen.append([n for n in k if n not in params])
         return gdn_fn(*a, **k)
 
     qla.fla.enable()
@@ -257,9 +245,11 @@ def test_qwen(args, fla_op, calls, triton_bwd_trusted):
             mod.torch_chunk_gated_delta_rule = gdn_fn
     torch.cuda.synchronize()
     c1, f1 = qla.fla.counters(), calls.snap()
-    print(f"  the model's GDN call: torch_chunk_gated_delta_rule({seen[0] if seen else '?'})")
+    print(f"  the model's GDN call: torch_chunk_gated_delta_rule({seen[0] if seen else '?'})"
+          + (f"; not passed on to FLA: {seen[1]}" if seen and seen[1] else ""))
     served, rejected = c1["served"] - c0["served"], c1["rejected"] - c0["rejected"]
-    detail = f"served {served} of {len(gdn_layers)} GDN layers, rejected {rejected}, Triton GDN forwards {f1[0] - f0[0]}"
+    detail = (f"served {served} of {len(gdn_layers)} GDN layers, rejected {rejected}, "
+              f"Triton GDN forwards {f1[0] - f0[0]}")
     if rejected:
         detail += f"; last refusal: {c1['last_rejection']!r}"
     if served == 0 and rejected == 0:
@@ -308,7 +298,6 @@ def test_qwen(args, fla_op, calls, triton_bwd_trusted):
     record("the training step is faster on QLA than on FLA's Triton", mq < mt,
            f"QLA {mq:.1f} ms, Triton {mt:.1f} ms (median of {args.reps}), Triton/QLA {mt / mq:.3f}x; "
            f"QLA {[round(x, 1) for x in tq]}, Triton {[round(x, 1) for x in tt]}")
-    del model_q, model_t
 
 
 # ----------------------------------------------------------------------------
@@ -335,8 +324,7 @@ def test_fla_layer(args, calls):
 
     def spy(*a, **k):
         if not seen:
-            seen.append(", ".join(f"{n}={describe(v)}" for n, v in k.items() if not isinstance(v, torch.Tensor)
-                                  or n in ("A_log", "dt_bias")))
+            seen.append(", ".join([describe(x) for x in a] + [f"{n}={describe(v)}" for n, v in k.items()]))
         return op(*a, **k)
 
     def run(layer):
@@ -354,12 +342,12 @@ def test_fla_layer(args, calls):
     finally:
         layer_mod.chunk_gated_delta_rule = op
     c1, f1 = qla.fla.counters(), calls.snap()
-    print(f"  the layer's call options: {seen[0] if seen else '?'}")
+    print(f"  the layer's call: chunk_gated_delta_rule({seen[0] if seen else '?'})")
     qla.fla.disable()
     ot, dxt, gt = run(layer_t)
     f2 = calls.snap()
-    record("QLA disabled: the layer ran FLA's Triton GDN forward and backward", f2[0] - f1[0] == 1 and f2[1] - f1[1] == 1,
-           f"Triton forwards {f2[0] - f1[0]}, backwards {f2[1] - f1[1]}")
+    record("QLA disabled: the layer ran FLA's Triton GDN forward and backward",
+           f2[0] - f1[0] == 1 and f2[1] - f1[1] == 1, f"Triton forwards {f2[0] - f1[0]}, backwards {f2[1] - f1[1]}")
     eo, edx = rel(oq, ot), rel(dxq, dxt)
     errs, odd = compare_grads(gq, gt)
     w, wn = worst(errs)
@@ -501,8 +489,11 @@ def main():
     except ImportError:
         pass
 
-    sys.path.insert(0, os.path.join(ROOT, "python"))
-    import qla as _qla
+    try:
+        import qla as _qla
+    except ImportError:
+        sys.path.insert(0, os.path.join(ROOT, "python"))
+        import qla as _qla
     import qla.fla  # noqa: F401
     import test_fla_backend as _fb
     import test_gdn_forward as _fw
