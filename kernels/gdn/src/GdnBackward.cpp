@@ -21,6 +21,7 @@ constexpr const char *kDhFile = "gdn_bwd_dh.qla";
 constexpr const char *kDqkFile = "gdn_bwd_dqk.qla";
 constexpr const char *kWyFile = "gdn_bwd_wy.qla";
 constexpr const char *kFinishFile = "gdn_bwd_finish.qla";
+constexpr const char *kFusedBwdFile = "gdn_bwd_fused.qla";
 
 // The V slice of gdn_bwd_dh.qla's CTAs (and so SD's partial sums: V / slice
 // of them), from the shapes and the backward's schedule: 64 when the
@@ -204,6 +205,7 @@ struct BackwardKernels {
   op::KernelSlot *prepare = nullptr, *segment = nullptr, *merge = nullptr, *state = nullptr;
   op::KernelSlot *dh = nullptr, *dqk = nullptr, *wy = nullptr, *finish = nullptr;
   op::KernelSlot *dhSegment = nullptr, *dhMerge = nullptr;  // with a split schedule
+  op::KernelSlot *fused = nullptr;                           // c.fused: in place of dh, dqk, wy
 };
 
 std::string key(const BackwardConfig &c) { return c.str(); }
@@ -229,12 +231,14 @@ BackwardKernels kernelsFor(const BackwardConfig &c) {
   bk.dqk = &r.slot(opSpec(dqkKernelSpec(c)));
   bk.wy = &r.slot(opSpec(wyKernelSpec(c)));
   bk.finish = &r.slot(opSpec(finishKernelSpec(c)));
+  if (c.fused) bk.fused = &r.slot(opSpec(fusedBackwardKernelSpec(c)));
   std::lock_guard<std::mutex> lock(mu);
   memo[k] = bk;
   return bk;
 }
 
 std::vector<op::KernelSlot *> all(const BackwardKernels &k) {
+  if (k.fused) return {k.prepare, k.segment, k.merge, k.state, k.dhSegment, k.dhMerge, k.fused, k.finish};
   return {k.prepare, k.segment, k.merge, k.state, k.dhSegment, k.dhMerge, k.dh, k.dqk, k.wy, k.finish};
 }
 
@@ -242,7 +246,7 @@ struct Plan {
   BackwardKernels kernels;
   bool split = false;
   bool recomputeSplit = false;  // split without the forward's checkpoints: the states' pass 1 and merge run
-  rt::LaunchArgs prepare, segment, merge, state, dhSegment, dhMerge, dh, dqk, wy, finish;
+  rt::LaunchArgs prepare, segment, merge, state, dhSegment, dhMerge, dh, dqk, wy, finish, fused;
 };
 
 op::Signature dhSignature(const ForwardConfig &fc) {
@@ -336,6 +340,16 @@ Plan buildPlan(const BackwardParams &p, const BackwardLayout &l, void *workspace
   plan.wy = args({arg(p.k), arg(p.v), arg(p.beta), GC, AM, CU, DW, DVD, DK2, arg(p.dv), arg(p.dbeta), RW}, {});
   plan.finish =
       args({arg(p.q), arg(p.k), CU, DQH, DKH, DK2, RQ, RK, RW, SD, arg(p.dq), arg(p.dk), arg(p.dg)}, {});
+  // The fused kernel: SD has one slice (whole V), the segments' end
+  // gradients are HS (from the dh pass 1 and reverse merge, as for dh).
+  rt::TensorArg SD1 = contiguousArg(ws + l.sd, {1, B, Hv, TC});
+  if (c.fused) {
+    plan.fused = args({arg(p.q), arg(p.k), arg(p.v), W, arg(p.dout), arg(p.beta), GC, AM, CU, H, VN, DHT, HS, DQH,
+                       DKH, DK2, arg(p.dv), arg(p.dbeta), DH0, SD1, RQ, RK, RW},
+                      {scale, segChunks});
+    plan.finish =
+        args({arg(p.q), arg(p.k), CU, DQH, DKH, DK2, RQ, RK, RW, SD1, arg(p.dq), arg(p.dk), arg(p.dg)}, {});
+  }
 
   // The compiled kernels' signatures (KERNELS.md), then what the runtime
   // would refuse, before anything launches.
@@ -348,21 +362,29 @@ Plan buildPlan(const BackwardParams &p, const BackwardLayout &l, void *workspace
   std::vector<Check> checks = {
       {plan.kernels.prepare, &plan.prepare, prepareSignature(fc)},
       {plan.kernels.state, &plan.state, stateSignature(fc)},
-      {plan.kernels.dh, &plan.dh,
-       dhSignature(fc)},
-      {plan.kernels.dqk, &plan.dqk,
-       {{"Q", "Kt", "VN", "DVD", "DO", "GC", "CU", "H", "DH", "DQH", "DKH", "DW", "RQ", "RK", "VNL"},
-        {dt, dt, dt, dt, dt, f32, cu, dt, dt, f32, f32, dt, f32, f32, dt},
-        1}},
-      {plan.kernels.wy, &plan.wy,
-       {{"Kt", "Vt", "Beta", "GC", "AM", "CU", "DW", "DVD", "DK2", "DVO", "DBETA", "RW"},
-        {dt, dt, bt, f32, f32, cu, dt, dt, f32, dt, bt, f32},
-        0}},
       {plan.kernels.finish, &plan.finish,
        {{"Q", "Kt", "CU", "DQH", "DKH", "DK2", "RQ", "RK", "RW", "SD", "DQ", "DKO", "DG"},
         {dt, dt, cu, f32, f32, f32, f32, f32, f32, f32, dt, dt, gt},
         0}},
   };
+  if (c.fused) {
+    checks.push_back({plan.kernels.fused, &plan.fused,
+                      {{"Q", "Kt", "Vt", "W", "DO", "Beta", "GC", "AM", "CU", "H", "VN", "DHT", "GS", "DQH", "DKH",
+                        "DK2", "DVO", "DBETA", "DH0", "SD", "RQ", "RK", "RW"},
+                       {dt, dt, dt, dt, dt, bt, f32, f32, cu, dt, dt, f32, f32, f32, f32, f32, dt, bt, f32, f32, f32,
+                        f32, f32},
+                       2}});
+  } else {
+    checks.push_back({plan.kernels.dh, &plan.dh, dhSignature(fc)});
+    checks.push_back({plan.kernels.dqk, &plan.dqk,
+                      {{"Q", "Kt", "VN", "DVD", "DO", "GC", "CU", "H", "DH", "DQH", "DKH", "DW", "RQ", "RK", "VNL"},
+                       {dt, dt, dt, dt, dt, f32, cu, dt, dt, f32, f32, dt, f32, f32, dt},
+                       1}});
+    checks.push_back({plan.kernels.wy, &plan.wy,
+                      {{"Kt", "Vt", "Beta", "GC", "AM", "CU", "DW", "DVD", "DK2", "DVO", "DBETA", "RW"},
+                       {dt, dt, bt, f32, f32, cu, dt, dt, f32, dt, bt, f32},
+                       0}});
+  }
   if (plan.recomputeSplit) {
     checks.push_back({plan.kernels.segment, &plan.segment, stateSignature(fc)});
     checks.push_back({plan.kernels.merge, &plan.merge, mergeSignature(fc)});
@@ -396,11 +418,13 @@ void launchBackward(const BackwardParams &p, void *workspace, size_t workspaceBy
     steps.push_back({plan.kernels.dhSegment, &plan.dhSegment});
     steps.push_back({plan.kernels.dhMerge, &plan.dhMerge});
   }
-  for (auto s : {std::pair{plan.kernels.dh, &plan.dh},
-                 {plan.kernels.dqk, &plan.dqk},
-                 {plan.kernels.wy, &plan.wy},
-                 {plan.kernels.finish, &plan.finish}})
-    steps.push_back({s.first, s.second});
+  if (plan.kernels.fused) {
+    steps.push_back({plan.kernels.fused, &plan.fused});
+  } else {
+    for (auto s : {std::pair{plan.kernels.dh, &plan.dh}, {plan.kernels.dqk, &plan.dqk}, {plan.kernels.wy, &plan.wy}})
+      steps.push_back({s.first, s.second});
+  }
+  steps.push_back({plan.kernels.finish, &plan.finish});
   op::launchAll(registry(), ctx, steps);
 }
 
@@ -440,8 +464,14 @@ BackwardConfig backwardConfig(const BackwardParams &p) {
     const int sms = deviceSmCount();
     c.dhBv = dhSliceOf(p, backwardSchedule(p, sms), sms);
   }
+  // The fused gradient kernel, where asked for and its first version takes
+  // the call (read at every call).
+  const char *e = std::getenv("QLA_GDN_BWD_FUSED");
+  c.fused = e && *e && std::string(e) != "0" && fusedBackwardEligible(c);
   return c;
 }
+
+bool fusedBackwardEligible(const BackwardConfig &c) { return !c.hilo() && !c.fwd.l2norm; }
 
 std::string BackwardConfig::str() const {
   std::ostringstream s;
@@ -449,6 +479,7 @@ std::string BackwardConfig::str() const {
   f.finalState = false;
   s << f.str() << " dht=" << dht << " dh0=" << dh0;
   if (dhBv != 32) s << " dh_bv=" << dhBv;
+  if (fused) s << " fused=1";
   return s.str();
 }
 
@@ -537,7 +568,25 @@ KernelSpec finishKernelSpec(const BackwardConfig &c) {
            {"L2NORM", c.fwd.l2norm ? "1" : "0"}}};
 }
 
+KernelSpec fusedBackwardKernelSpec(const BackwardConfig &c) {
+  if (!fusedBackwardEligible(c))
+    fail("gdn_bwd_fused.qla takes neither the hi + lo pairs (bf16 inputs) nor the L2 norm yet: " + c.str());
+  return {kFusedBwdFile,
+          {{"DT", dtypeName(c.fwd.dtype)},
+           {"BT", dtypeName(c.fwd.betaDtype)},
+           {"CT", cuText(c.fwd)},
+           {"DK", std::to_string(c.fwd.K)},
+           {"DV", std::to_string(c.fwd.V)},
+           {"VARLEN", c.fwd.varlen ? "1" : "0"},
+           {"HAS_H0", c.dh0 ? "1" : "0"},
+           {"HAS_DHT", c.dht ? "1" : "0"}}};
+}
+
 std::vector<KernelSpec> backwardKernelSpecs(const BackwardConfig &c) {
+  if (c.fused)
+    return {backwardPrepareKernelSpec(c), backwardSegmentKernelSpec(c), mergeKernelSpec(c.fwd),
+            backwardStateKernelSpec(c),   dhSegmentKernelSpec(c),    dhMergeKernelSpec(c),
+            fusedBackwardKernelSpec(c),   finishKernelSpec(c)};
   return {backwardPrepareKernelSpec(c), backwardSegmentKernelSpec(c), mergeKernelSpec(c.fwd),
           backwardStateKernelSpec(c),   dhSegmentKernelSpec(c),    dhMergeKernelSpec(c),
           dhKernelSpec(c),              dqkKernelSpec(c),          wyKernelSpec(c),

@@ -1022,6 +1022,59 @@ TEST_CASE("GDN backward: every specialization compiles through the QLA compiler 
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 }
 
+TEST_CASE("GDN backward: the fused gradient kernel's specializations (first version, off by default)",
+          "[gdn][kernels][backward]") {
+  if (!backwardKernelsPresent()) return;
+  // Eligible: f16 inputs (no hi + lo pairs) without the L2 norm.
+  int eligible = 0, n = 0;
+  for (BackwardConfig c : allBackwardConfigs()) {
+    INFO(c.str());
+    CHECK(qla::gdn::fusedBackwardEligible(c) == (c.fwd.dtype == DType::F16 && !c.fwd.l2norm));
+    if (!qla::gdn::fusedBackwardEligible(c)) {
+      CHECK_THROWS_AS(qla::gdn::fusedBackwardKernelSpec(c), qla::gdn::Error);
+      continue;
+    }
+    ++eligible;
+    c.fused = true;
+    CHECK(c.str().find(" fused=1") != std::string::npos);
+    // In place of dh (pass 2), dqk and wy; the split's dh pass 1 and merge stay.
+    std::vector<std::string> files;
+    for (const KernelSpec &spec : qla::gdn::backwardKernelSpecs(c)) files.push_back(spec.file);
+    CHECK(files == std::vector<std::string>{"gdn_fwd_prepare.qla", "gdn_fwd_state.qla", "gdn_fwd_merge.qla",
+                                            "gdn_fwd_state.qla", "gdn_bwd_dh.qla", "gdn_fwd_merge.qla",
+                                            "gdn_bwd_fused.qla", "gdn_bwd_finish.qla"});
+    const KernelSpec spec = qla::gdn::fusedBackwardKernelSpec(c);
+    if (c.fwd.gDtype != DType::F32) continue;  // g's dtype does not reach it
+    qla::CompileOptions o;
+    o.includeLookup = embeddedInclude;
+    o.defines = spec.defines;
+    qla::CompiledKernel k;
+    std::vector<std::string> diags;
+    bool ok = qla::compileQla(*qla::gdn::embeddedKernelSource(spec.file), "kernels/gdn/" + spec.file, o, k, diags);
+    INFO(spec.str() << "\n" << joined(diags));
+    REQUIRE(ok);
+    ++n;
+    // The signature buildPlan checks (GdnBackward.cpp).
+    const DType dt = c.fwd.dtype, bt = c.fwd.betaDtype, f32 = DType::F32;
+    const DType cu = c.fwd.varlen ? c.fwd.cuDtype : DType::I32;
+    const std::vector<std::string> names = {"Q",  "Kt",  "Vt",  "W",     "DO",  "Beta", "GC", "AM",
+                                            "CU", "H",   "VN",  "DHT",   "GS",  "DQH",  "DKH", "DK2",
+                                            "DVO", "DBETA", "DH0", "SD", "RQ", "RK", "RW"};
+    const std::vector<DType> dtypes = {dt, dt, dt, dt, dt, bt, f32, f32, cu, dt, dt, f32, f32, f32, f32, f32,
+                                       dt, bt, f32, f32, f32, f32, f32};
+    REQUIRE(k.info.tensors.size() == names.size());
+    for (size_t i = 0; i < names.size(); ++i) {
+      CHECK(k.info.tensors[i].name == names[i]);
+      CHECK(k.info.tensors[i].dtype == dtypes[i]);
+    }
+    CHECK(k.info.scalars.size() == 2);
+    CHECK(k.info.threads == 512);
+    CHECK(k.info.dynamicSmemBytes <= 232448);  // an sm_90 block's 227 KB
+  }
+  CHECK(eligible > 0);
+  CHECK(n > 0);
+}
+
 TEST_CASE("GDN backward: a covering set compiles to sm_90a with zero spill bytes", "[gdn][kernels][nvrtc]") {
   if (!backwardKernelsPresent()) return;
   compileBackwardSpillFree(backwardCoveringConfigs());

@@ -272,6 +272,10 @@ struct BackwardConfig {
   bool dht = false;   // a gradient of the final state is given
   bool dh0 = false;   // the initial state's gradient is wanted
   int dhBv = 32;      // the V slice of gdn_bwd_dh.qla's CTAs (32 or 64; backwardConfig picks it)
+  // gdn_bwd_fused.qla in place of gdn_bwd_dh (pass 2), gdn_bwd_dqk and
+  // gdn_bwd_wy: a first version, off by default (QLA_GDN_BWD_FUSED=1 turns
+  // it on where fusedBackwardEligible), not yet checked on a GPU.
+  bool fused = false;
   bool hilo() const { return recomputeHiLo(fwd.dtype); }  // HILO=1 (above)
   std::string str() const;
 };
@@ -292,8 +296,13 @@ KernelSpec dhMergeKernelSpec(const BackwardConfig &c);    // gdn_fwd_merge.qla R
 KernelSpec dqkKernelSpec(const BackwardConfig &c);
 KernelSpec wyKernelSpec(const BackwardConfig &c);
 KernelSpec finishKernelSpec(const BackwardConfig &c);
+// The fused gradient kernel (c.fused); fusedBackwardEligible: what its first
+// version takes (no HILO, that is f16 inputs, and no L2 norm).
+KernelSpec fusedBackwardKernelSpec(const BackwardConfig &c);
+bool fusedBackwardEligible(const BackwardConfig &c);
 // Every kernel spec backward() may launch for c (the nine above, plus the
-// forward's merge kernel), in launch order.
+// forward's merge kernel; with c.fused the fused kernel in place of dh, dqk
+// and wy), in launch order.
 std::vector<KernelSpec> backwardKernelSpecs(const BackwardConfig &c);
 
 // Compiles (and with loadOnGpu and a GPU, loads) the kernels of c.
