@@ -224,6 +224,41 @@ def case_name(c):
 # main
 # ----------------------------------------------------------------------------
 
+
+def torch_on_hopper():
+    """PyTorch where a Hopper (sm_90) GPU is usable, else None after printing
+    the SKIP line that says why (test_real_clients.py uses it too)."""
+    try:
+        import torch as t
+    except ImportError:
+        print("SKIP: PyTorch is not installed")
+        return None
+    if not t.cuda.is_available():
+        print("SKIP: no GPU (torch.cuda.is_available() is False)")
+        return None
+    cap = t.cuda.get_device_capability()
+    if cap != (9, 0):
+        print(f"SKIP: QLA's GDN kernels are sm_90a (Hopper); this GPU is sm_{cap[0]}{cap[1]}")
+        return None
+    return t
+
+
+def lift_fla_triton_guard():
+    """FLA refuses its gated backward on Hopper with Triton < 3.7.1 (FLA #640):
+    lifts that guard so FLA's Triton path runs. True when FLA's Triton
+    gradients can be trusted as they are (no guard was lifted)."""
+    try:
+        import fla.ops.common.chunk_o as fla_chunk_o
+        import fla.utils as fla_utils
+    except ImportError:
+        return True
+    if getattr(fla_utils, "IS_NVIDIA_HOPPER", False) and getattr(fla_utils, "TRITON_ABOVE_3_4_0", False) \
+            and not getattr(fla_chunk_o, "TRITON_ABOVE_3_7_1", True):
+        fla_chunk_o.TRITON_ABOVE_3_7_1 = True
+        print("note: Triton < 3.7.1 on Hopper: FLA's guard on its gated backward lifted (FLA #640)")
+        return False
+    return True
+
 def main():
     global torch, fw
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -240,19 +275,8 @@ def main():
         return 0
     if args.warm_only:
         return warm_only()
-    try:
-        import torch as _torch
-        import torch.nn.functional as _F
-    except ImportError:
-        print("SKIP: PyTorch is not installed")
-        return 0
-    torch = _torch
-    if not torch.cuda.is_available():
-        print("SKIP: no GPU (torch.cuda.is_available() is False)")
-        return 0
-    cap = torch.cuda.get_device_capability()
-    if cap != (9, 0):
-        print(f"SKIP: QLA's GDN kernels are sm_90a (Hopper); this GPU is sm_{cap[0]}{cap[1]}")
+    torch = torch_on_hopper()
+    if torch is None:
         return 0
 
     # Before FLA is imported: FLA's Triton path is the reference.
@@ -269,18 +293,9 @@ def main():
         print(f"SKIP: FLA is not importable ({e}); extract it with "
               "`git -C <mirror> archive HEAD fla tests | tar -x -C .fla` and put .fla on PYTHONPATH")
         return 0
-    triton_bwd_trusted = True
-    try:
-        import fla.ops.common.chunk_o as fla_chunk_o
-        import fla.utils as fla_utils
-        if getattr(fla_utils, "IS_NVIDIA_HOPPER", False) and getattr(fla_utils, "TRITON_ABOVE_3_4_0", False) \
-                and not getattr(fla_chunk_o, "TRITON_ABOVE_3_7_1", True):
-            triton_bwd_trusted = False
-            fla_chunk_o.TRITON_ABOVE_3_7_1 = True
-            print("note: Triton < 3.7.1 on Hopper: FLA's guard on its gated backward lifted (FLA #640); QLA's "
-                  "gradients are checked against float64 only")
-    except ImportError:
-        pass
+    triton_bwd_trusted = lift_fla_triton_guard()
+    if not triton_bwd_trusted:
+        print("  (QLA's gradients are checked against float64 only)")
 
     try:
         import qla
@@ -290,7 +305,7 @@ def main():
     import qla.fla
     import test_gdn_forward as _fw
     fw = _fw
-    fw.torch, fw.F = torch, _F
+    fw.torch, fw.F = torch, torch.nn.functional
     fw.DTYPES.update(bf16=torch.bfloat16, f16=torch.float16, f32=torch.float32)
 
     lines = Lines()

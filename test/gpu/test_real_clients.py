@@ -445,19 +445,9 @@ def main():
     if args.warm_only:
         return warm_only(args)
     tests = [t for t in TESTS if not args.filter or args.filter in t]
-    try:
-        import torch as _torch
-        import torch.nn.functional as _F
-    except ImportError:
-        print("SKIP: PyTorch is not installed")
-        return 0
-    torch = _torch
-    if not torch.cuda.is_available():
-        print("SKIP: no GPU (torch.cuda.is_available() is False)")
-        return 0
-    cap = torch.cuda.get_device_capability()
-    if cap != (9, 0):
-        print(f"SKIP: QLA's GDN kernels are sm_90a (Hopper); this GPU is sm_{cap[0]}{cap[1]}")
+    import test_fla_backend as _fb0
+    torch = _fb0.torch_on_hopper()
+    if torch is None:
         return 0
 
     # Before FLA (and transformers' modeling modules, which bind FLA's op when imported) are imported.
@@ -477,17 +467,7 @@ def main():
         print(f"SKIP: FLA (fla-core and flash-linear-attention 0.6) or transformers is not importable ({e}); "
               "see test/gpu/README.md for carrying the wheels")
         return 0
-    triton_bwd_trusted = True
-    try:
-        import fla.ops.common.chunk_o as fla_chunk_o
-        import fla.utils as fla_utils
-        if getattr(fla_utils, "IS_NVIDIA_HOPPER", False) and getattr(fla_utils, "TRITON_ABOVE_3_4_0", False) \
-                and not getattr(fla_chunk_o, "TRITON_ABOVE_3_7_1", True):
-            triton_bwd_trusted = False
-            fla_chunk_o.TRITON_ABOVE_3_7_1 = True
-            print("note: Triton < 3.7.1 on Hopper: FLA's guard on its gated backward lifted (FLA #640)")
-    except ImportError:
-        pass
+    triton_bwd_trusted = _fb0.lift_fla_triton_guard()
 
     try:
         import qla as _qla
@@ -498,7 +478,7 @@ def main():
     import test_fla_backend as _fb
     import test_gdn_forward as _fw
     qla, fw, fb = _qla, _fw, _fb
-    fw.torch, fw.F = torch, _F
+    fw.torch, fw.F = torch, torch.nn.functional
     fw.DTYPES.update(bf16=torch.bfloat16, f16=torch.float16, f32=torch.float32)
     fb.torch, fb.fw = torch, fw
     calls = TritonCalls(fla_chunk)

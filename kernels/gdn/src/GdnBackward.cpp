@@ -571,15 +571,13 @@ KernelSpec finishKernelSpec(const BackwardConfig &c) {
 KernelSpec fusedBackwardKernelSpec(const BackwardConfig &c) {
   if (!fusedBackwardEligible(c))
     fail("gdn_bwd_fused.qla takes neither the hi + lo pairs (bf16 inputs) nor the L2 norm yet: " + c.str());
-  return {kFusedBwdFile,
-          {{"DT", dtypeName(c.fwd.dtype)},
-           {"BT", dtypeName(c.fwd.betaDtype)},
-           {"CT", cuText(c.fwd)},
-           {"DK", std::to_string(c.fwd.K)},
-           {"DV", std::to_string(c.fwd.V)},
-           {"VARLEN", c.fwd.varlen ? "1" : "0"},
-           {"HAS_H0", c.dh0 ? "1" : "0"},
-           {"HAS_DHT", c.dht ? "1" : "0"}}};
+  // wy's constants without the L2 norm, and the state gradient's ends.
+  KernelSpec s = wyKernelSpec(c);
+  s.file = kFusedBwdFile;
+  s.defines.erase("L2NORM");
+  s.defines["HAS_H0"] = c.dh0 ? "1" : "0";
+  s.defines["HAS_DHT"] = c.dht ? "1" : "0";
+  return s;
 }
 
 std::vector<KernelSpec> backwardKernelSpecs(const BackwardConfig &c) {

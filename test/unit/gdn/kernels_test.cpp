@@ -193,6 +193,19 @@ qla::gdn::LaunchPlan planOrFail(const ForwardParams &p, size_t n) {
 // `include "NAME"` in the GDN kernels: the embedded files, as the operator compiles them.
 static const std::string *embeddedInclude(const std::string &name) { return qla::gdn::embeddedKernelSource(name); }
 
+// An embedded kernel through the front end and the emitter (no NVRTC).
+static qla::CompiledKernel compileEmbedded(const KernelSpec &spec) {
+  qla::CompileOptions o;
+  o.includeLookup = embeddedInclude;
+  o.defines = spec.defines;
+  qla::CompiledKernel k;
+  std::vector<std::string> diags;
+  bool ok = qla::compileQla(*qla::gdn::embeddedKernelSource(spec.file), "kernels/gdn/" + spec.file, o, k, diags);
+  INFO(spec.str() << "\n" << joined(diags));
+  REQUIRE(ok);
+  return k;
+}
+
 TEST_CASE("GDN: specializations", "[gdn][kernels]") {
   std::vector<ForwardConfig> all = qla::gdn::allForwardConfigs();
   CHECK(all.size() == 768);
@@ -300,14 +313,7 @@ TEST_CASE("GDN: every specialization compiles through the QLA compiler with the 
           qla::gdn::mergeKernelSpec(c), qla::gdn::fusedKernelSpec(c), qla::gdn::fusedKernelSpec(c, 64),
           qla::gdn::fusedPass1KernelSpec(c), qla::gdn::tmatKernelSpec(c)}) {
       if (!done.insert(spec.str()).second) continue;
-      qla::CompileOptions o;
-      o.includeLookup = embeddedInclude;
-      o.defines = spec.defines;
-      qla::CompiledKernel k;
-      std::vector<std::string> diags;
-      bool ok = qla::compileQla(*qla::gdn::embeddedKernelSource(spec.file), "kernels/gdn/" + spec.file, o, k, diags);
-      INFO(spec.str() << "\n" << joined(diags));
-      REQUIRE(ok);
+      qla::CompiledKernel k = compileEmbedded(spec);
       checkSignature(spec, c, k.info);
       ++n;
     }
@@ -995,14 +1001,8 @@ TEST_CASE("GDN backward: every specialization compiles through the QLA compiler 
   // Each new spec through the front end, its signature the operator's.
   auto compile = [&](const BackwardConfig &c, const KernelSpec &spec) {
     if (!done.insert(spec.str()).second) return;
-    qla::CompileOptions o;
-    o.includeLookup = embeddedInclude;
-    o.defines = spec.defines;
-    qla::CompiledKernel k;
-    std::vector<std::string> diags;
-    bool ok = qla::compileQla(*qla::gdn::embeddedKernelSource(spec.file), "kernels/gdn/" + spec.file, o, k, diags);
-    INFO(c.str() << "\n" << spec.str() << "\n" << joined(diags));
-    REQUIRE(ok);
+    INFO(c.str());
+    qla::CompiledKernel k = compileEmbedded(spec);
     checkSignature(spec, c.fwd, k.info);
     ++n;
   };
@@ -1045,14 +1045,7 @@ TEST_CASE("GDN backward: the fused gradient kernel's specializations (first vers
                                             "gdn_bwd_fused.qla", "gdn_bwd_finish.qla"});
     const KernelSpec spec = qla::gdn::fusedBackwardKernelSpec(c);
     if (c.fwd.gDtype != DType::F32) continue;  // g's dtype does not reach it
-    qla::CompileOptions o;
-    o.includeLookup = embeddedInclude;
-    o.defines = spec.defines;
-    qla::CompiledKernel k;
-    std::vector<std::string> diags;
-    bool ok = qla::compileQla(*qla::gdn::embeddedKernelSource(spec.file), "kernels/gdn/" + spec.file, o, k, diags);
-    INFO(spec.str() << "\n" << joined(diags));
-    REQUIRE(ok);
+    qla::CompiledKernel k = compileEmbedded(spec);
     ++n;
     // The signature buildPlan checks (GdnBackward.cpp).
     const DType dt = c.fwd.dtype, bt = c.fwd.betaDtype, f32 = DType::F32;
