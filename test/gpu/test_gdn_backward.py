@@ -14,7 +14,12 @@ backward captured in one CUDA graph and replayed on new data equals eager
 calls; bad gradient inputs raise an error naming the problem.
 
     PYTHONPATH=python QLA_LIBRARY=build/compiler/libqla.so python3 test/gpu/test_gdn_backward.py
-        [--seed N] [--filter SUBSTR] [--no-large] [--verbose]
+        [--seed N] [--filter SUBSTR] [--no-large] [--verbose] [--fused]
+
+--fused runs the same suite on the fused gradient kernel's first version
+(QLA_GDN_BWD_FUSED=1, kernels/gdn/gdn_bwd_fused.qla): every case in f16 and
+without the L2 norm (what it takes), and a last check that the kernel ran
+(QLA's log names gdn_bwd_fused when it is compiled or loaded).
 
 Prints SKIP and exits 0 without PyTorch or a GPU; otherwise a table and
 "N passed, M failed", exit status 1 on any failure.
@@ -32,6 +37,21 @@ sys.path.insert(0, HERE)
 import test_gdn_forward as fw  # noqa: E402  (the float64 reference and the input generator)
 
 BARS = dict(dq=8e-3, dk=8e-3, dv=8e-3, dh0=8e-3, dbeta=2e-2, dg=2e-2)
+FUSED = False  # --fused: every case as the fused kernel's first version takes it
+
+
+def adapt(case):
+    """The case as the run takes it: with --fused in f16 (g and beta too where
+    given in a half type) and without the L2 norm."""
+    if not FUSED:
+        return case
+    c = dict(case)
+    c["dtype"] = "f16"
+    for key in ("g", "beta"):
+        if c.get(key) == "bf16":
+            c[key] = "f16"
+    c["l2"] = False
+    return c
 NAMES = ["dq", "dk", "dv", "dg", "dbeta", "dh0"]
 torch = None
 
@@ -78,6 +98,7 @@ def grads_qla(fn, case, inp, do, dht):
 
 
 def make_case_inputs(case, gen):
+    case.update(adapt(case))
     inp = fw.make_inputs(case, gen)
     g_dt = case.get("g")
     if g_dt:
@@ -332,7 +353,7 @@ def warm(cases):
     """Compiles every kernel the cases use (forward and backward) into the
     kernel cache; needs neither torch nor a GPU."""
     from qla import gdn
-    for c in cases:
+    for c in map(adapt, cases):
         for bwd in (False, True):
             gdn.warmup(c["dtype"], c["K"], c["V"], beta_dtype=c.get("beta", "f32"), varlen=bool(c.get("lens")),
                        cu_dtype=c.get("cu_dtype", "i32"), use_qk_l2norm=bool(c.get("l2")),
@@ -347,9 +368,20 @@ def main():
     ap.add_argument("--filter")
     ap.add_argument("--no-large", action="store_true")
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--fused", action="store_true",
+                    help="the fused gradient kernel (QLA_GDN_BWD_FUSED=1): cases in f16 without the L2 norm")
     ap.add_argument("--warm-only", action="store_true",
                     help="only compile the suite's kernels into the kernel cache (no torch, no GPU needed)")
     args = ap.parse_args()
+    global FUSED
+    FUSED = args.fused
+    log_path = None
+    if FUSED:  # before libqla.so is loaded: read by its log and by every backward call
+        import tempfile
+        os.environ["QLA_GDN_BWD_FUSED"] = "1"
+        os.environ["QLA_LOG"] = "info"
+        log_path = os.path.join(tempfile.mkdtemp(prefix="qla-fused-"), "qla.log")
+        os.environ["QLA_LOG_FILE"] = log_path
     if args.warm_only:
         sys.path.insert(0, os.path.join(ROOT, "python"))
         t0 = time.time()
@@ -433,6 +465,14 @@ def main():
         passed += ok
         failed += not ok
         print(f"  {name:{W}s} {'PASS' if ok else 'FAIL'}  {msg[:200]}", flush=True)
+
+    if FUSED:
+        text = open(log_path).read() if os.path.exists(log_path) else ""
+        ok = "gdn_bwd_fused" in text
+        passed += ok
+        failed += not ok
+        print(f"  {'the fused gradient kernel ran (QLA log)':{W}s} {'PASS' if ok else 'FAIL'}  {log_path}",
+              flush=True)
 
     print(f"\n{passed} passed, {failed} failed  ({time.time() - t_all:.0f} s, seed {seed})")
     return 1 if failed else 0

@@ -53,6 +53,12 @@ int dhSliceOf(const BackwardParams &p, const Schedule &sch, int sms) {
   return (V / 32) * Hv * segs > sms ? 64 : 32;
 }
 
+// QLA_GDN_BWD_FUSED set (and not 0), read at every call.
+bool fusedBackwardRequested() {
+  const char *e = std::getenv("QLA_GDN_BWD_FUSED");
+  return e && *e && std::string(e) != "0";
+}
+
 ForwardParams forwardPart(const BackwardParams &p) {
   ForwardParams f;
   f.q = p.q;
@@ -465,9 +471,8 @@ BackwardConfig backwardConfig(const BackwardParams &p) {
     c.dhBv = dhSliceOf(p, backwardSchedule(p, sms), sms);
   }
   // The fused gradient kernel, where asked for and its first version takes
-  // the call (read at every call).
-  const char *e = std::getenv("QLA_GDN_BWD_FUSED");
-  c.fused = e && *e && std::string(e) != "0" && fusedBackwardEligible(c);
+  // the call.
+  c.fused = fusedBackwardRequested() && fusedBackwardEligible(c);
   return c;
 }
 
@@ -603,6 +608,12 @@ void warmupBackward(const BackwardConfig &c, bool loadOnGpu) {
       BackwardKernels k = kernelsFor(o);
       slots.push_back(k.dh);
       slots.push_back(k.dhSegment);
+    }
+    // The fused gradient kernel too where QLA_GDN_BWD_FUSED asks for it.
+    if (!c.fused && fusedBackwardRequested() && fusedBackwardEligible(c)) {
+      BackwardConfig f = c;
+      f.fused = true;
+      slots.push_back(kernelsFor(f).fused);
     }
     for (op::KernelSlot *s : slots) compiled(*s);
     if (loadOnGpu && rt::gpuAvailable()) {
