@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "llvm/ADT/MapVector.h"
+
 #include "compiler/emit/FragLayout.h"
 #include "dialects/qla/Transforms/TmaStores.h"
 
@@ -824,6 +826,23 @@ LogicalResult Emitter::emitParallel(ParallelOp op) {
   // 2-D layout cannot happen (the driver has the map's rank).
   std::vector<std::string> idxNames;
   for (BlockArgument a : body.getArguments()) idxNames.push_back(sourceName(a.getLoc()));
+  // Row sums (`v[i] += e`, qla.row_sum): each thread adds e of its own
+  // columns into a partial per row register, then the four lanes that share
+  // a row combine theirs (quad_sum) into v.
+  llvm::MapVector<Value, std::string> rowSums;
+  for (Operation &o : body)
+    if (auto w = dyn_cast<ElemWriteOp>(o); w && w->hasAttr("qla.row_sum")) {
+      auto t = w.getFrag().getType();
+      if (ext.size() != 2 || driver.getLayout() != FragType::Acc || t.getLayout() != FragType::Row ||
+          !t.getElementType().isF32())
+        return w.emitOpError("a row sum needs a 2-D map over an accumulator layout and an f32 row vector");
+      if (rowSums.count(w.getFrag())) continue;
+      std::string p = fresh("qla_rowsum");
+      line(fmt::format("float {}[{}];", p, t.getRegsPerThread()));
+      line("#pragma unroll");
+      line(fmt::format("for (int r_ = 0; r_ < {}; ++r_) {}[r_] = 0.0f;", t.getRegsPerThread(), p));
+      rowSums[w.getFrag()] = p;
+    }
   RegLoop l = openRegLoop(driver, idxNames);
   for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
     if (ext.size() == 1) bind(arg, l.idx[0]);
@@ -841,6 +860,11 @@ LogicalResult Emitter::emitParallel(ParallelOp op) {
       else
         declare(r.getResult(), "float", fragElem(r.getFrag(), regFor(r.getFrag().getType())), "el");
     } else if (auto w = dyn_cast<ElemWriteOp>(o)) {
+      if (w->hasAttr("qla.row_sum")) {
+        std::string a = fmt::format("{}[{}]", rowSums.lookup(w.getFrag()), regFor(w.getFrag().getType()));
+        line(fmt::format("{0} = {0} + {1};", a, name(w.getValue())));
+        continue;
+      }
       if (w.getFrag().getType().getShape().size() != ext.size())
         return w.emitOpError("a map writes only fragments of its full rank");
       fragStore(w.getFrag(), l.reg, name(w.getValue()));
@@ -849,6 +873,11 @@ LogicalResult Emitter::emitParallel(ParallelOp op) {
     }
   }
   closeLoop();
+  for (auto &[v, p] : rowSums) {
+    line("#pragma unroll");
+    line(fmt::format("for (int r_ = 0; r_ < {0}; ++r_) {1}[r_] = {1}[r_] + qla::dev::quad_sum({2}[r_]);",
+                     cast<FragType>(v.getType()).getRegsPerThread(), name(v), p));
+  }
   return success();
 }
 

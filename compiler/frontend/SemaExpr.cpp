@@ -149,7 +149,7 @@ void Sema::checkExpr(ExprPtr &ep) {
       checkFragPick(static_cast<FragPickExpr &>(*ep));
       return;
     }
-    if (d && d->declKind == DeclKind::SlotBinding && !ctx_.parallel) {
+    if (d && d->declKind == DeclKind::SlotBinding) {
       auto f = std::make_unique<SlotPickExpr>(x.loc, x.name);
       f->indices = std::move(x.indices);
       ep = std::move(f);
@@ -676,6 +676,23 @@ void Sema::checkSlotPick(SlotPickExpr &e) {
     return;
   }
   if (!ok) return;
+  // Inside a parallel block: the element at the block's own position, read
+  // per element (the tile's shape is the block's, indexed in order).
+  if (ctx_.parallel) {
+    const std::vector<int64_t> &ps = ctx_.parallel->shape;
+    if (ps.empty()) return;  // already reported
+    if (ts != ps) {
+      error(e.loc, "slot tile '" + e.name + "' has shape " + shapeString(ts) + " but the parallel block iterates over " +
+                       shapeString(ps) + " (a slot tile is read at the block's own position)");
+      return;
+    }
+    for (size_t k = 0; k < ts.size(); ++k)
+      if (parallelDimOf(*e.indices[k]) != int(k)) {
+        error(e.indices[k]->loc, "inside a parallel block, slot tile '" + e.name +
+                                     "' is indexed by the block's index variables, in order");
+        return;
+      }
+  }
   for (size_t k = 0; k < ts.size(); ++k) {
     const Expr &i = *e.indices[k];
     if (i.value && (i.value->i < 0 || i.value->i >= ts[k])) {

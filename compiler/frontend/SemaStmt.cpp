@@ -577,9 +577,24 @@ void Sema::checkElemAssign(ElemAssignStmt &s) {
   convertForStore(s.value, *s.frag);
   ParallelStmt *p = ctx_.parallel;
   if (!p || p->shape.empty() || s.frag->shape.empty()) return;
+  // v[i] += e in a 2-D block: a row sum of e into the 1-D v.
+  if (p->shape.size() == 2 && s.frag->shape.size() == 1 && s.indices.size() == 1 && s.op == AssignOp::Add &&
+      parallelDimOf(*s.indices[0]) == 0) {
+    if (s.frag->dtype != DType::F32)
+      return error(s.loc, "a row sum accumulates into an f32 fragment; '" + s.target + "' is " +
+                              qla::dtypeName(s.frag->dtype));
+    if (s.frag->shape[0] != p->shape[0])
+      return error(s.loc, "fragment '" + s.target + "' has extent " + std::to_string(s.frag->shape[0]) +
+                              " but the parallel block's rows range over " + std::to_string(p->shape[0]));
+    s.rowSum = true;
+    return;
+  }
   if (s.frag->shape.size() != p->shape.size())
     return error(s.loc, "element assignment target '" + s.target + "' must have the parallel block's rank " +
-                            std::to_string(p->shape.size()) + ", but it has shape " + shapeString(s.frag->shape));
+                            std::to_string(p->shape.size()) + ", but it has shape " + shapeString(s.frag->shape) +
+                            (p->shape.size() == 2 && s.frag->shape.size() == 1
+                                 ? " (a 1-D fragment takes a row sum: '" + s.target + "[i] += ...', i the first index)"
+                                 : ""));
   if (s.indices.size() != p->shape.size())
     return error(s.loc, "fragment '" + s.target + "' has rank " + std::to_string(p->shape.size()) +
                             " but is indexed with " + std::to_string(s.indices.size()) + " index" +

@@ -451,6 +451,11 @@ void IRGen::genStmt(const fe::Stmt &s) {
       Value frag = lookup(ea.frag, s.loc);
       Value v = genExpr(*ea.value);
       if (!frag || !v || !parallelBlock_) return;
+      if (ea.rowSum) {  // v[i] += e: the emitter sums e over the row
+        auto w = ElemWriteOp::create(b_, l, v, frag, ValueRange{parallelBlock_->getArgument(0)});
+        w->setAttr("qla.row_sum", b_.getUnitAttr());
+        return;
+      }
       SmallVector<Value> idx(parallelBlock_->getArguments().begin(), parallelBlock_->getArguments().end());
       if (ea.op != fe::AssignOp::Set) {
         Value old = ElemReadOp::create(b_, l, v.getType(), frag, idx);

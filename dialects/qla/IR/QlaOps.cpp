@@ -269,8 +269,19 @@ LogicalResult FragPickOp::verify() {
 LogicalResult SlotPickOp::verify() {
   if (getIndices().size() != getTile().getType().getShape().size())
     return emitOpError("needs one index per tile dim");
-  if ((*this)->getParentOfType<ParallelOp>()) return emitOpError("is not valid inside qla.parallel");
   if (!isa<FloatType>(getTile().getType().getElementType())) return emitOpError("needs a tile of floats");
+  // Inside qla.parallel: at the map's own position (its index arguments, in
+  // order, over the tile's shape).
+  if (auto par = (*this)->getParentOfType<ParallelOp>()) {
+    auto ext = par.getExtents();
+    auto shape = getTile().getType().getShape();
+    if (ext.size() != shape.size()) return emitOpError("inside qla.parallel, the tile has the map's rank");
+    for (auto [k, v] : llvm::enumerate(getIndices())) {
+      auto arg = dyn_cast<BlockArgument>(v);
+      if (!arg || arg.getOwner() != &par.getBody().front() || arg.getArgNumber() != k || shape[k] != ext[k])
+        return emitOpError("inside qla.parallel, the indices are the map's index arguments in order, over its extents");
+    }
+  }
   return success();
 }
 

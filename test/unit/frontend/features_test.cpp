@@ -345,10 +345,14 @@ TEST_CASE("features: element reads of a get's slot tile", "[features][channels]"
       "role p: warpgroup 0 { put ch -> (a) { copy A[i32(a[0, 0]) :+ 64, 0 :+ 32] -> a } }\n"
       "role q: warpgroup 1 { get ch -> (x) { } }\n}\n";
   CHECK(err(put).find("'a' is a put's slot tile: a put only writes its slot") != std::string::npos);
-  // Inside a parallel block a slot tile still cannot be indexed (copy it into a fragment).
-  CHECK(err(head("frag h: f32[64]\n for (i) in parallel(64) { h[i] = gs[i] }")) ==
-        "t.qla:7:35: error: 'gs' is a channel slot tile (shared); only fragment elements can be read (copy it into a "
-        "fragment first)");
+  // Inside a parallel block a slot tile is read at the block's own position.
+  {
+    auto m = ok(head("frag h: f32[64]\n for (i) in parallel(64) { h[i] = gs[i] }"));
+    REQUIRE(m);
+  }
+  CHECK(err(head("frag h: f32[64]\n for (i) in parallel(64) { h[i] = gs[63 - i] }")) ==
+        "t.qla:7:38: error: inside a parallel block, slot tile 'gs' is indexed by the block's index variables, in "
+        "order");
 }
 
 //===----------------------------------------------------------------------===//

@@ -445,7 +445,8 @@ TEST_CASE("sema: parallel blocks", "[sema]") {
 
   const std::string par = "for (i, j) in parallel(64, 128) { ";  // body text starts at line 8, column 35
   CHECK(err(K(decls + par + "r[i] = 1 }")) ==
-        "t.qla:8:35: error: element assignment target 'r' must have the parallel block's rank 2, but it has shape [64]");
+        "t.qla:8:35: error: element assignment target 'r' must have the parallel block's rank 2, but it has shape [64] "
+        "(a 1-D fragment takes a row sum: 'r[i] += ...', i the first index)");
   CHECK(err(K(decls + "frag y: f32[64, 64]\n" + par + "y[i, j] = 1 }")) ==
         "t.qla:9:35: error: fragment 'y' has shape [64, 64] but the parallel block iterates over [64, 128]");
   CHECK(err(K(decls + par + "x[j, i] = 1 }")) ==

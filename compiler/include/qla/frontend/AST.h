@@ -695,6 +695,10 @@ struct ElemAssignStmt : Stmt {
   AssignOp op = AssignOp::Set;
   SourceLoc opLoc;
   ExprPtr value;  // converted to the fragment's element type
+  // Set by sema: `v[i] += e` in a 2-D parallel block, v a 1-D f32 fragment
+  // indexed by the block's first variable: v[i] gains the sum of e over the
+  // block's second variable (a row sum of e, no 2-D fragment formed).
+  bool rowSum = false;
   ElemAssignStmt(SourceLoc l) : Stmt(StmtKind::ElemAssign, std::move(l)) {}
   static bool classof(const Stmt *s) { return s->kind == StmtKind::ElemAssign; }
 };

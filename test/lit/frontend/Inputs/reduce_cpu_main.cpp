@@ -5,7 +5,8 @@
 // emitted order exactly (bitwise: each thread's own rows, then the butterfly
 // over the lanes that share lane % 4, then the warps in order), and be
 // within 1e-5 (relative to the sum of |x|) of the plain sum; max and min are
-// exact. Prints "rows=R cols=N threads=T bad=S:..,M:..,L:..,RS:.. OK".
+// exact; the row sums of x and of x² (+ 1) within 1e-5. Prints
+// "rows=R cols=N threads=T bad=S:..,M:..,L:..,RS:..,RQ:.. OK".
 #include <cstring>
 #include <random>
 #include <string>
@@ -22,7 +23,7 @@ int main(int argc, char **argv) {
   }
   std::mt19937 rng(1234);
   std::uniform_real_distribution<float> u(-4.0f, 4.0f);
-  std::vector<float> X(size_t(R) * N), S(N, -777.0f), M(N, -777.0f), L(N, -777.0f), RS(R, -777.0f);
+  std::vector<float> X(size_t(R) * N), S(N, -777.0f), M(N, -777.0f), L(N, -777.0f), RS(R, -777.0f), RQ(R, -777.0f);
   for (float &x : X) x = u(rng);
 
   std::memset(qla_smem_raw + QLA_SMEM_BYTES, 0xA5, kSimSmemGuard);
@@ -31,7 +32,7 @@ int main(int argc, char **argv) {
   for (int t = 0; t < threadsPerBlock; ++t)
     th.emplace_back([&, t] {
       threadIdx.x = t;
-      qla_kernel(X.data(), S.data(), M.data(), L.data(), RS.data(), N, 1, 1, 1, 1, 1, R, N);
+      qla_kernel(X.data(), S.data(), M.data(), L.data(), RS.data(), RQ.data(), N, 1, 1, 1, 1, 1, 1, R, N);
     });
   for (auto &t : th) t.join();
 
@@ -71,15 +72,20 @@ int main(int argc, char **argv) {
     if (M[c] != mx) ++badM;
     if (L[c] != mn) ++badL;
   }
+  int badRQ = 0;
   for (int r = 0; r < R; ++r) {
-    double plain = 0.0, mag = 0.0;
-    for (int c = 0; c < N; ++c) plain += X[size_t(r) * N + c], mag += std::fabs(X[size_t(r) * N + c]);
+    double plain = 0.0, mag = 0.0, sq = 1.0;
+    for (int c = 0; c < N; ++c) {
+      const double x = X[size_t(r) * N + c];
+      plain += x, mag += std::fabs(x), sq += x * x;
+    }
     if (std::fabs(RS[r] - plain) > 1e-5 * mag) ++badRS;
+    if (std::fabs(RQ[r] - sq) > 1e-5 * sq) ++badRQ;
   }
   int past = 0;
   for (unsigned i = 0; i < kSimSmemGuard; ++i) past += qla_smem_raw[QLA_SMEM_BYTES + i] != 0xA5;
-  const bool ok = badS + badM + badL + badRS + past == 0;
-  std::printf("rows=%d cols=%d threads=%d bad=S:%d,M:%d,L:%d,RS:%d past_arena_writes=%d %s\n", R, N, threadsPerBlock,
-              badS, badM, badL, badRS, past, ok ? "OK" : "FAIL");
+  const bool ok = badS + badM + badL + badRS + badRQ + past == 0;
+  std::printf("rows=%d cols=%d threads=%d bad=S:%d,M:%d,L:%d,RS:%d,RQ:%d past_arena_writes=%d %s\n", R, N,
+              threadsPerBlock, badS, badM, badL, badRS, badRQ, past, ok ? "OK" : "FAIL");
   return ok ? 0 : 1;
 }
