@@ -821,6 +821,18 @@ LogicalResult Emitter::emitParallel(ParallelOp op) {
     else if (driver.getLayout() != t.getLayout() || driver.getWarpgroups() != t.getWarpgroups())
       return o.emitOpError("fragments of one map must share a layout");
   }
+  // A map that reads only slot tiles at full rank (a row sum of tile
+  // products) iterates the accumulator layout of their shape over the
+  // group's warpgroups.
+  if (!driver)
+    for (Operation &o : body)
+      if (auto p = dyn_cast<SlotPickOp>(o); p && p.getTile().getType().getShape().size() == ext.size()) {
+        auto t = p.getTile().getType();
+        const int64_t wg = group().end - group().begin + 1;
+        if (ext.size() == 2 && t.getShape()[0] % (64 * wg) == 0 && t.getShape()[1] % 8 == 0)
+          driver = FragType::get(op.getContext(), t.getShape(), Float32Type::get(op.getContext()), FragType::Acc, wg);
+        break;
+      }
   if (!driver) return op.emitOpError("a map must access at least one fragment of its full rank");
   // The indices carry the map's names (`parallel i, j`); a 1-D map over a
   // 2-D layout cannot happen (the driver has the map's rank).
@@ -843,6 +855,20 @@ LogicalResult Emitter::emitParallel(ParallelOp op) {
       line(fmt::format("for (int r_ = 0; r_ < {}; ++r_) {}[r_] = 0.0f;", t.getRegsPerThread(), p));
       rowSums[w.getFrag()] = p;
     }
+  // A map that reads slot tiles computes one shared-memory address per
+  // register from the lane and the warp: those are taken afresh here
+  // (qla::dev::opaque, shadowing them in a scope of the map's own), so the
+  // addresses are computed in the map rather than hoisted out of the
+  // enclosing loop and held in registers across it.
+  const bool freshIds = llvm::any_of(body, [](Operation &o) { return isa<SlotPickOp>(o); });
+  if (freshIds) {
+    line("{");
+    ++indent_;
+    std::string ln = fresh("qla_map_lane"), wn = fresh("qla_map_warp");
+    line(fmt::format("const int {} = qla::dev::opaque(qla_lane), {} = qla::dev::opaque(qla_warp);", ln, wn));
+    line(fmt::format("const int qla_lane = {}, qla_warp = {};", ln, wn));
+    line("(void)qla_lane; (void)qla_warp;");
+  }
   RegLoop l = openRegLoop(driver, idxNames);
   for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
     if (ext.size() == 1) bind(arg, l.idx[0]);
@@ -873,6 +899,7 @@ LogicalResult Emitter::emitParallel(ParallelOp op) {
     }
   }
   closeLoop();
+  if (freshIds) closeLoop();
   for (auto &[v, p] : rowSums) {
     line("#pragma unroll");
     line(fmt::format("for (int r_ = 0; r_ < {0}; ++r_) {1}[r_] = {1}[r_] + qla::dev::quad_sum({2}[r_]);",

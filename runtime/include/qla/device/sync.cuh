@@ -18,6 +18,14 @@ __device__ __forceinline__ int warp_index_in_warpgroup() {
   return __shfl_sync(0xffffffffu, int((threadIdx.x / 32u) % 4u), 0);
 }
 __device__ __forceinline__ int lane_index() { return int(threadIdx.x % 32u); }
+// x, which the compiler cannot see through: what is computed from the result
+// is computed where this stands (not hoisted out of an enclosing loop and
+// held in registers across it).
+__device__ __forceinline__ int opaque(int x) {
+  int r;
+  asm volatile("mov.b32 %0, %1;" : "=r"(r) : "r"(x));
+  return r;
+}
 // Thread 0..127 inside the warpgroup (accumulator layouts are in terms of it).
 __device__ __forceinline__ int thread_index_in_warpgroup() { return int(threadIdx.x % 128u); }
 
