@@ -262,6 +262,11 @@ LogicalResult Emitter::emitFragGlobal(Value frag, Value g, ValueRange offsets, A
     line("}");
     fragStore(frag, l.reg, x0);
     fragStore(frag, r1, x1);
+    // A fragment of half a thread's registers or more: at most 16 of its
+    // loads in flight at once (a compiler barrier every 16 registers), so
+    // that their addresses and predicates do not all live at once beside it.
+    if (ft.getRegsPerThread() >= 128)
+      line(fmt::format("if ({} % 16 == 14) asm volatile(\"\" ::: \"memory\");", l.reg));
   }
   --indent_;
   line("}");
@@ -504,6 +509,11 @@ LogicalResult Emitter::emitCopy(CopyOp op) {
     emitLdmatrixTrans(op);
     return success();
   }
+  // A fragment of half a thread's registers or more: its per-register
+  // shared-memory addresses are computed in the copy (lane and warp ids taken
+  // afresh), not hoisted out of an enclosing loop and held beside it.
+  const bool freshIds = frag.getRegsPerThread() >= 128;
+  if (freshIds) openFreshIds();
   RegLoop l = openRegLoop(frag);
   std::string row = tile.getShape().size() == 2 ? l.idx[0] : "0", col = l.idx.back();
   if (trans) std::swap(row, col);  // tile [j, i] is fragment [i, j]
@@ -541,6 +551,7 @@ LogicalResult Emitter::emitCopy(CopyOp op) {
     line("}");
   }
   closeLoop();
+  if (freshIds) closeLoop();
   if (toFrag) return success();
   if (!fencedAndSynced(op)) line(groupSync());
   return success();
@@ -734,6 +745,19 @@ LogicalResult Emitter::emitReduce(ReduceOp op) {
   return success();
 }
 
+// Opens a scope in which qla_lane and qla_warp are taken afresh
+// (qla::dev::opaque): what the scope computes from them is computed there,
+// not hoisted out of an enclosing loop and held in registers across it.
+// Closed with closeLoop().
+void Emitter::openFreshIds() {
+  line("{");
+  ++indent_;
+  std::string ln = fresh("qla_fresh_lane"), wn = fresh("qla_fresh_warp");
+  line(fmt::format("const int {} = qla::dev::opaque(qla_lane), {} = qla::dev::opaque(qla_warp);", ln, wn));
+  line(fmt::format("const int qla_lane = {}, qla_warp = {};", ln, wn));
+  line("(void)qla_lane; (void)qla_warp;");
+}
+
 // Column reduction (dim = 0) of an accumulator-layout fragment into a column
 // vector, deterministic (a fixed order, no atomics): each thread combines
 // its own rows of each of its columns (the column vector's register q holds
@@ -861,14 +885,7 @@ LogicalResult Emitter::emitParallel(ParallelOp op) {
   // addresses are computed in the map rather than hoisted out of the
   // enclosing loop and held in registers across it.
   const bool freshIds = llvm::any_of(body, [](Operation &o) { return isa<SlotPickOp>(o); });
-  if (freshIds) {
-    line("{");
-    ++indent_;
-    std::string ln = fresh("qla_map_lane"), wn = fresh("qla_map_warp");
-    line(fmt::format("const int {} = qla::dev::opaque(qla_lane), {} = qla::dev::opaque(qla_warp);", ln, wn));
-    line(fmt::format("const int qla_lane = {}, qla_warp = {};", ln, wn));
-    line("(void)qla_lane; (void)qla_warp;");
-  }
+  if (freshIds) openFreshIds();
   RegLoop l = openRegLoop(driver, idxNames);
   for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
     if (ext.size() == 1) bind(arg, l.idx[0]);

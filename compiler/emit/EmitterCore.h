@@ -91,6 +91,7 @@ class Emitter {
   mlir::LogicalResult emitCast(mlir::qla::CastOp op);
   mlir::LogicalResult emitReduce(mlir::qla::ReduceOp op);
   mlir::LogicalResult emitColumnReduce(mlir::qla::ReduceOp op);
+  void openFreshIds();
   mlir::LogicalResult emitParallel(mlir::qla::ParallelOp op);
   mlir::LogicalResult emitWgmma(mlir::qlanv::WgmmaOp op);
   mlir::LogicalResult emitScan(mlir::qla::ScanOp op);
