@@ -34,6 +34,23 @@ std::string storeFromFloat(Type t, const std::string &expr) {
   if (t.isF32()) return expr;
   return fmt::format("({})({})", Emitter::dtypeCType(t), expr);
 }
+// A reduction's identity and how it combines two values (CUDA text).
+const char *reduceInit(ReduceKind k) {
+  switch (k) {
+    case ReduceKind::add: return "0.0f";
+    case ReduceKind::max: return "-__int_as_float(0x7f800000)";
+    case ReduceKind::min: return "__int_as_float(0x7f800000)";
+  }
+  return "0.0f";
+}
+std::string reduceCombine(ReduceKind k, const std::string &a, const std::string &b) {
+  switch (k) {
+    case ReduceKind::add: return fmt::format("({} + {})", a, b);
+    case ReduceKind::max: return fmt::format("fmaxf({}, {})", a, b);
+    case ReduceKind::min: return fmt::format("fminf({}, {})", a, b);
+  }
+  return "";
+}
 std::string smemIndex(SharedType t, const std::string &row, const std::string &col) {
   auto s = t.getShape();
   int64_t rows = s.size() == 2 ? s[0] : 1, cols = s.back();
@@ -771,20 +788,8 @@ LogicalResult Emitter::emitColumnReduce(ReduceOp op) {
   if (s.getLayout() != FragType::Acc || d.getLayout() != FragType::Col)
     return op.emitOpError("column reductions (dim = 0) take an accumulator-layout fragment into a column vector");
   if (!d.getElementType().isF32()) return op.emitOpError("reduction results are f32");
-  std::string init;
-  auto comb = [&](const std::string &a, const std::string &b) {
-    switch (op.getKind()) {
-      case ReduceKind::add: return fmt::format("({} + {})", a, b);
-      case ReduceKind::max: return fmt::format("fmaxf({}, {})", a, b);
-      case ReduceKind::min: return fmt::format("fminf({}, {})", a, b);
-    }
-    return std::string();
-  };
-  switch (op.getKind()) {
-    case ReduceKind::add: init = "0.0f"; break;
-    case ReduceKind::max: init = "-__int_as_float(0x7f800000)"; break;
-    case ReduceKind::min: init = "__int_as_float(0x7f800000)"; break;
-  }
+  const std::string init = reduceInit(op.getKind());
+  auto comb = [&](const std::string &a, const std::string &b) { return reduceCombine(op.getKind(), a, b); };
   const int64_t n = s.getShape()[1], regs = d.getRegsPerThread();
   const int64_t warps = 4 * (group().end - group().begin + 1);
   std::string dn = name(op.getDst());
@@ -1106,15 +1111,8 @@ LogicalResult Emitter::emitScan(ScanOp op) {
     closeLoop();
   }
   line(groupSync());
-  std::string init = op.getKind() == ReduceKind::add ? "0.0f"
-                     : op.getKind() == ReduceKind::max ? "-__int_as_float(0x7f800000)"
-                                                       : "__int_as_float(0x7f800000)";
-  auto comb = [&](const std::string &a, const std::string &b) {
-    return fmt::format(fmt::runtime(op.getKind() == ReduceKind::add   ? "({} + {})"
-                                    : op.getKind() == ReduceKind::max ? "fmaxf({}, {})"
-                                                                      : "fminf({}, {})"),
-                       a, b);
-  };
+  const std::string init = reduceInit(op.getKind());
+  auto comb = [&](const std::string &a, const std::string &b) { return reduceCombine(op.getKind(), a, b); };
   line(fmt::format("if ((int)threadIdx.x / 32 == {}) {{  // the group's first warp scans", group().begin * 4));
   ++indent_;
   std::string carry = fresh("carry"), base = fresh("base");

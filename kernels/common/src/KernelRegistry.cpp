@@ -43,8 +43,8 @@ const JitKernel &KernelRegistry::compiled(KernelSlot &s) {
   // (kernel variants without a rebuild; docs/internals.md).
   std::string override;
   const char *kernelDir = std::getenv("QLA_KERNEL_DIR");
-  if (const char *dir = kernelDir; dir && *dir) {
-    const std::string path = std::string(dir) + "/" + s.spec.file;
+  if (kernelDir && *kernelDir) {
+    const std::string path = std::string(kernelDir) + "/" + s.spec.file;
     std::ifstream in(path, std::ios::binary);
     if (in) {
       std::ostringstream text;

@@ -344,18 +344,16 @@ Plan buildPlan(const BackwardParams &p, const BackwardLayout &l, void *workspace
   }
   plan.dqk = args({arg(p.q), arg(p.k), VN, DVD, arg(p.dout), GC, CU, H, DH, DQH, DKH, DW, RQ, RK, VNL}, {scale});
   plan.wy = args({arg(p.k), arg(p.v), arg(p.beta), GC, AM, CU, DW, DVD, DK2, arg(p.dv), arg(p.dbeta), RW}, {});
-  plan.finish =
-      args({arg(p.q), arg(p.k), CU, DQH, DKH, DK2, RQ, RK, RW, SD, arg(p.dq), arg(p.dk), arg(p.dg)}, {});
   // The fused kernel: SD has one slice (whole V), the segments' end
   // gradients are HS (from the dh pass 1 and reverse merge, as for dh).
   rt::TensorArg SD1 = contiguousArg(ws + l.sd, {1, B, Hv, TC});
-  if (c.fused) {
+  if (c.fused)
     plan.fused = args({arg(p.q), arg(p.k), arg(p.v), W, arg(p.dout), arg(p.beta), GC, AM, CU, H, VN, DHT, HS, DQH,
                        DKH, DK2, arg(p.dv), arg(p.dbeta), DH0, SD1, RQ, RK, RW},
                       {scale, segChunks});
-    plan.finish =
-        args({arg(p.q), arg(p.k), CU, DQH, DKH, DK2, RQ, RK, RW, SD1, arg(p.dq), arg(p.dk), arg(p.dg)}, {});
-  }
+  plan.finish = args({arg(p.q), arg(p.k), CU, DQH, DKH, DK2, RQ, RK, RW, c.fused ? SD1 : SD, arg(p.dq), arg(p.dk),
+                      arg(p.dg)},
+                     {});
 
   // The compiled kernels' signatures (KERNELS.md), then what the runtime
   // would refuse, before anything launches.
