@@ -1,5 +1,6 @@
 // The JIT API: compiler driver + NVRTC + kernel cache + launcher.
 #include "qla/jit.h"
+#include "qla/runtime/Sim.h"
 
 #include "qla/runtime/Log.h"
 
@@ -73,6 +74,16 @@ JitKernel jitCompileString(const std::string &source, const std::string &filenam
     throw CompileError(diags);
   }
   const double frontMs = msSince(t0);
+
+  // On the CPU simulator (QLA_SIM) a kernel is its CUDA: no NVRTC, no cubin
+  // (LoadedKernel compiles it for the host).
+  if (rt::simEnabled()) {
+    JitKernel k;
+    k.info_ = std::move(ck.info);
+    k.cuda_ = std::move(ck.cuda);
+    k.seconds_ = std::chrono::duration<double>(Clock::now() - t0).count();
+    return k;
+  }
 
   rt::NvrtcOptions no;
   if (!options.arch.empty()) no.arch = options.arch;
@@ -158,7 +169,9 @@ JitKernel jitCompileFile(const std::string &path, const JitOptions &options) {
 }
 
 void JitKernel::launch(const rt::LaunchArgs &args) {
-  if (!loaded_) loaded_ = std::make_shared<rt::LoadedKernel>(entry_.cubin, info_);
+  if (!loaded_)
+    loaded_ = rt::simEnabled() ? std::make_shared<rt::LoadedKernel>(rt::LoadedKernel::Simulated{}, cuda_, info_)
+                               : std::make_shared<rt::LoadedKernel>(entry_.cubin, info_);
   loaded_->launch(args);
 }
 

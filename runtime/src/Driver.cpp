@@ -3,6 +3,7 @@
 // (compiler, tests) fail to start on a machine without a GPU driver.
 #include "qla/runtime/Driver.h"
 #include "qla/runtime/Log.h"
+#include "qla/runtime/Sim.h"
 
 #include <dlfcn.h>
 
@@ -311,6 +312,9 @@ CUtensorMap encodeTensorMap(const std::string &what, DType dtype, void *data,
     if (i > 0) gstride[i - 1] = cuuint64_t(strides[src] * elem);
   }
 
+  // The simulator reads its own encoding (every check above still applies).
+  if (simEnabled()) return simTensorMap(dtype, data, shape, strides, box, swizzle);
+
   const DriverApi &a = requireDriver();
   ensureContext("while encoding the tensor map for " + what);  // the driver wants one current
   if (!a.cuTensorMapEncodeTiled)
@@ -477,6 +481,7 @@ ModuleRegistry &moduleRegistry() {
 }
 
 struct LoadedKernel::Impl {
+  std::unique_ptr<SimModule> sim;  // simulated (QLA_SIM): no context, module or function
   CUcontext ctx = nullptr;
   CUmodule module = nullptr;
   CUfunction fn = nullptr;
@@ -526,6 +531,14 @@ LoadedKernel::LoadedKernel(const std::string &cubin, const KernelInfo &info)
             info.name.c_str(), cubin.size(), int(info.dynamicSmemBytes),
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
 }
+
+LoadedKernel::LoadedKernel(Simulated, const std::string &cuda, const KernelInfo &info)
+    : info_(info), impl_(std::make_unique<Impl>()) {
+  impl_->sim = std::make_unique<SimModule>(cuda, info.name);
+  impl_->maps.resize(info.params.size());
+}
+
+bool LoadedKernel::simulated() const { return impl_ && impl_->sim; }
 
 LoadedKernel::~LoadedKernel() {
   if (!impl_ || !impl_->module) return;
@@ -668,6 +681,13 @@ void LoadedKernel::launch(const LaunchArgs &args, bool programmatic) {
     }
   }
 
+  if (impl_->sim) {
+    if (programmatic && !info_.follows)
+      throw Error("kernel '" + info_.name + "' was not declared follows(...); it cannot be launched programmatically");
+    impl_->sim->run(argv.data(), grid, int(info_.threads), int(info_.dynamicSmemBytes),
+                    {int(info_.cluster[0]), int(info_.cluster[1]), int(info_.cluster[2])});
+    return;
+  }
   const std::string ctx = "while launching kernel '" + info_.name + "'";
   const DriverApi &a = requireDriver();
   CUcontext cur = nullptr;

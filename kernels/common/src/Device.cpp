@@ -9,6 +9,7 @@
 
 #include "qla/op/Error.h"
 #include "qla/runtime/Driver.h"
+#include "qla/runtime/Sim.h"
 
 namespace qla::op {
 namespace {
@@ -96,6 +97,8 @@ void checkInAllocation(const std::string &name, const PtrInfo &info, uintptr_t l
 }  // namespace
 
 CUcontext checkDevice(const std::vector<NamedTensor> &tensors, void *workspace, size_t workspaceBytes) {
+  // On the CPU simulator (QLA_SIM) tensors are host memory and there is no context.
+  if (rt::simEnabled()) return nullptr;
   std::string why;
   if (!rt::gpuAvailable(&why)) fail(why);
   const PtrApi &a = ptrApi();
@@ -158,6 +161,7 @@ CUcontext checkDevice(const std::vector<NamedTensor> &tensors, void *workspace, 
 }
 
 CUcontext currentOrPrimaryContext() {
+  if (rt::simEnabled()) return nullptr;
   const PtrApi &a = ptrApi();
   if (!a.ok) fail("the CUDA driver (libcuda.so.1) lacks the context functions");
   CUcontext ctx = nullptr;

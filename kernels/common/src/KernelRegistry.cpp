@@ -2,6 +2,7 @@
 
 #include "qla/op/Error.h"
 #include "qla/runtime/Log.h"
+#include "qla/runtime/Sim.h"
 
 #include <cstdlib>
 #include <fstream>
@@ -80,7 +81,8 @@ std::shared_ptr<rt::LoadedKernel> KernelRegistry::loaded(KernelSlot &s, CUcontex
     if (e.first == ctx) return e.second;
   std::shared_ptr<rt::LoadedKernel> lk;
   try {
-    lk = std::make_shared<rt::LoadedKernel>(k.cubin(), k.info());
+    lk = rt::simEnabled() ? std::make_shared<rt::LoadedKernel>(rt::LoadedKernel::Simulated{}, k.cuda(), k.info())
+                          : std::make_shared<rt::LoadedKernel>(k.cubin(), k.info());
   } catch (const std::exception &e) {
     fail("loading " + s.spec.str() + " failed: " + e.what());
   }

@@ -46,6 +46,11 @@ struct LaunchArgs {
 class LoadedKernel {
  public:
   LoadedKernel(const std::string &cubin, const KernelInfo &info);  // throws Error
+  // The kernel on QLA's CPU simulator (qla/runtime/Sim.h), from its emitted
+  // CUDA: launches run on the calling thread, tensors are host memory.
+  struct Simulated {};
+  LoadedKernel(Simulated, const std::string &cuda, const KernelInfo &info);  // throws Error
+  bool simulated() const;
   ~LoadedKernel();
   LoadedKernel(const LoadedKernel &) = delete;
   LoadedKernel &operator=(const LoadedKernel &) = delete;

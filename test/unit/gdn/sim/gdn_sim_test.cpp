@@ -1,0 +1,450 @@
+// The GDN forward and backward operators, every kernel they launch run on
+// QLA's CPU simulator (QLA_SIM=1, qla/runtime/Sim.h), against the recurrence
+// and its gradients in float64 (GDN.md's bars: o, final state <= 0.005; dq,
+// dk, dv, dh0 <= 0.008; dbeta, dg <= 0.02), fresh random inputs each run
+// (QLA_GDN_TEST_SEED fixes them), outputs poisoned with NaN. The float64
+// gradients are themselves checked against finite differences.
+//
+// Small shapes (two or three chunks of 64 tokens, K = V = 64): the simulator
+// runs one fiber per CUDA thread, about a second per kernel launch here.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "qla/gdn.h"
+
+namespace {
+
+using qla::DType;
+using qla::gdn::TensorRef;
+
+// Turned on before anything compiles or launches (this binary only).
+const bool kSimOn = [] {
+  setenv("QLA_SIM", "1", 1);
+  return true;
+}();
+
+std::mt19937_64 &rng() {
+  static std::mt19937_64 r = [] {
+    uint64_t seed = std::random_device{}();
+    if (const char *e = std::getenv("QLA_GDN_TEST_SEED")) seed = std::strtoull(e, nullptr, 10);
+    std::printf("gdn sim tests: seed %llu (QLA_GDN_TEST_SEED)\n", (unsigned long long)seed);
+    return std::mt19937_64(seed);
+  }();
+  return r;
+}
+double randn() { return std::normal_distribution<double>(0.0, 1.0)(rng()); }
+
+// 16-bit storage.
+uint16_t toHalf(DType dt, float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if (dt == DType::BF16) return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+  // f16, normal range only (test inputs are well inside it).
+  const uint32_t s = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+  if (a < 0x38800000u) {  // below the normal range: round through double
+    const double q = std::nearbyint(double(std::fabs(x)) * 16777216.0);
+    return uint16_t(s | uint32_t(q));
+  }
+  const uint32_t r = a + 0xfffu + ((a >> 13) & 1u) - (112u << 23);
+  return uint16_t(s | (r >> 13));
+}
+float fromHalf(DType dt, uint16_t h) {
+  if (dt == DType::BF16) {
+    uint32_t u = uint32_t(h) << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  }
+  const uint32_t s = uint32_t(h >> 15) << 31, e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  if (e == 0) {
+    const float v = std::ldexp(float(m), -24);
+    return s ? -v : v;
+  }
+  uint32_t u = s | ((e + 112) << 23) | (m << 13);
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+struct Problem {
+  std::string name;
+  int64_t B = 1, T = 100, Hqk = 1, Hv = 1, K = 64, V = 64;
+  DType dt = DType::F16;
+  std::vector<int64_t> offsets;  // varlen when non-empty (B = 1, T = offsets.back())
+  bool l2norm = false, h0 = false, dht = false;
+  int fusedBackward = 0;  // 1: QLA_GDN_BWD_FUSED=1 (gdn_bwd_fused.qla)
+  int64_t N() const { return offsets.empty() ? B : int64_t(offsets.size()) - 1; }
+  double scale() const { return 1.0 / std::sqrt(double(K)); }
+};
+
+// Inputs as the kernels see them (after rounding), and the upstream gradients.
+struct Data {
+  std::vector<double> q, k, v, g, beta, h0, dout, dht;
+};
+
+// The recurrence and its reverse in float64 (GDN.md): per sequence and v-head,
+// S_t = a_t S_{t-1} + k_t u_t^T, u_t = beta_t (v_t - a_t S_{t-1}^T k_t),
+// o_t = scale S_t^T q_t (S is [K, V]); with L2 norm q, k -> x / sqrt(|x|^2 + 1e-6).
+struct Grads {
+  std::vector<double> o, ht, dq, dk, dv, dg, dbeta, dh0;
+};
+
+Grads reference(const Problem &pb, const Data &d, bool backward = true) {
+  const int64_t T = pb.T, Hqk = pb.Hqk, Hv = pb.Hv, K = pb.K, V = pb.V, N = pb.N();
+  const double scale = pb.scale();
+  Grads r;
+  r.o.assign(size_t(pb.B * T * Hv * V), 0);
+  r.ht.assign(size_t(N * Hv * K * V), 0);
+  r.dq.assign(size_t(pb.B * T * Hqk * K), 0);
+  r.dk = r.dq;
+  r.dv.assign(size_t(pb.B * T * Hv * V), 0);
+  r.dg.assign(size_t(pb.B * T * Hv), 0);
+  r.dbeta = r.dg;
+  r.dh0.assign(size_t(N * Hv * K * V), 0);
+  for (int64_t n = 0; n < N; ++n) {
+    const int64_t b = pb.offsets.empty() ? n : 0;
+    const int64_t t0 = pb.offsets.empty() ? 0 : pb.offsets[size_t(n)];
+    const int64_t t1 = pb.offsets.empty() ? T : pb.offsets[size_t(n) + 1];
+    const int64_t L = t1 - t0;
+    for (int64_t hv = 0; hv < Hv; ++hv) {
+      const int64_t hk = hv / (Hv / Hqk);
+      // Forward, keeping every state (S[0] the initial one).
+      std::vector<std::vector<double>> S(size_t(L + 1), std::vector<double>(size_t(K * V), 0.0));
+      std::vector<std::vector<double>> qn(static_cast<size_t>(L)), kn(static_cast<size_t>(L)), uu(static_cast<size_t>(L)), rr(static_cast<size_t>(L));
+      std::vector<double> nq(static_cast<size_t>(L)), nk(static_cast<size_t>(L));
+      if (pb.h0)
+        for (int64_t i = 0; i < K * V; ++i) S[0][size_t(i)] = d.h0[size_t((n * Hv + hv) * K * V + i)];
+      for (int64_t s = 0; s < L; ++s) {
+        const int64_t t = t0 + s;
+        const size_t qk = size_t(((b * T + t) * Hqk + hk) * K), gi = size_t((b * T + t) * Hv + hv),
+                     vi = size_t(((b * T + t) * Hv + hv) * V);
+        std::vector<double> q(d.q.begin() + long(qk), d.q.begin() + long(qk + size_t(K)));
+        std::vector<double> k(d.k.begin() + long(qk), d.k.begin() + long(qk + size_t(K)));
+        double sq = 0, sk = 0;
+        for (int64_t i = 0; i < K; ++i) sq += q[size_t(i)] * q[size_t(i)], sk += k[size_t(i)] * k[size_t(i)];
+        nq[size_t(s)] = std::sqrt(sq + 1e-6);
+        nk[size_t(s)] = std::sqrt(sk + 1e-6);
+        if (pb.l2norm)
+          for (int64_t i = 0; i < K; ++i) q[size_t(i)] /= nq[size_t(s)], k[size_t(i)] /= nk[size_t(s)];
+        const double a = std::exp(d.g[gi]), be = d.beta[gi];
+        std::vector<double> &P = S[size_t(s)], &Nx = S[size_t(s) + 1];
+        std::vector<double> u(static_cast<size_t>(V)), rv(static_cast<size_t>(V));
+        for (int64_t j = 0; j < V; ++j) {
+          double ks = 0;
+          for (int64_t i = 0; i < K; ++i) ks += a * P[size_t(i * V + j)] * k[size_t(i)];
+          rv[size_t(j)] = d.v[vi + size_t(j)] - ks;
+          u[size_t(j)] = be * rv[size_t(j)];
+        }
+        for (int64_t i = 0; i < K; ++i)
+          for (int64_t j = 0; j < V; ++j)
+            Nx[size_t(i * V + j)] = a * P[size_t(i * V + j)] + k[size_t(i)] * u[size_t(j)];
+        for (int64_t j = 0; j < V; ++j) {
+          double acc = 0;
+          for (int64_t i = 0; i < K; ++i) acc += Nx[size_t(i * V + j)] * q[size_t(i)];
+          r.o[vi + size_t(j)] = scale * acc;
+        }
+        qn[size_t(s)] = q, kn[size_t(s)] = k, uu[size_t(s)] = u, rr[size_t(s)] = rv;
+      }
+      for (int64_t i = 0; i < K * V; ++i) r.ht[size_t((n * Hv + hv) * K * V + i)] = S[size_t(L)][size_t(i)];
+      if (!backward) continue;
+      // Reverse.
+      std::vector<double> dS(size_t(K * V), 0.0), dSd(size_t(K * V));
+      if (pb.dht)
+        for (int64_t i = 0; i < K * V; ++i) dS[size_t(i)] = d.dht[size_t((n * Hv + hv) * K * V + i)];
+      for (int64_t s = L - 1; s >= 0; --s) {
+        const int64_t t = t0 + s;
+        const size_t qk = size_t(((b * T + t) * Hqk + hk) * K), gi = size_t((b * T + t) * Hv + hv),
+                     vi = size_t(((b * T + t) * Hv + hv) * V);
+        const std::vector<double> &q = qn[size_t(s)], &k = kn[size_t(s)], &u = uu[size_t(s)], &rv = rr[size_t(s)];
+        const std::vector<double> &P = S[size_t(s)], &Nx = S[size_t(s) + 1];
+        const double a = std::exp(d.g[gi]), be = d.beta[gi];
+        std::vector<double> dqh(static_cast<size_t>(K), 0.0), dkh(size_t(K), 0.0), du(size_t(V), 0.0);
+        for (int64_t i = 0; i < K; ++i)
+          for (int64_t j = 0; j < V; ++j) {
+            const double dov = d.dout[vi + size_t(j)];
+            dqh[size_t(i)] += scale * Nx[size_t(i * V + j)] * dov;
+            dS[size_t(i * V + j)] += scale * q[size_t(i)] * dov;
+          }
+        for (int64_t i = 0; i < K; ++i)
+          for (int64_t j = 0; j < V; ++j) {
+            du[size_t(j)] += dS[size_t(i * V + j)] * k[size_t(i)];
+            dkh[size_t(i)] += dS[size_t(i * V + j)] * u[size_t(j)];
+          }
+        dSd = dS;
+        double dbe = 0;
+        std::vector<double> dr(static_cast<size_t>(V));
+        for (int64_t j = 0; j < V; ++j) {
+          dbe += du[size_t(j)] * rv[size_t(j)];
+          dr[size_t(j)] = be * du[size_t(j)];
+          r.dv[vi + size_t(j)] = dr[size_t(j)];
+        }
+        for (int64_t i = 0; i < K; ++i)
+          for (int64_t j = 0; j < V; ++j) {
+            dSd[size_t(i * V + j)] -= k[size_t(i)] * dr[size_t(j)];
+            dkh[size_t(i)] -= a * P[size_t(i * V + j)] * dr[size_t(j)];
+          }
+        double da = 0;
+        for (int64_t i = 0; i < K * V; ++i) da += dSd[size_t(i)] * P[size_t(i)];
+        r.dg[gi] = a * da;
+        r.dbeta[gi] = dbe;
+        for (int64_t i = 0; i < K * V; ++i) dS[size_t(i)] = a * dSd[size_t(i)];
+        // Through the L2 norm (x / r, r = sqrt(|x|^2 + eps)): dx = dxh / r - x (x . dxh) / r^3.
+        auto back = [&](const std::vector<double> &xh, const std::vector<double> &dxh, double rn,
+                        std::vector<double> &out, size_t at) {
+          if (!pb.l2norm) {
+            for (int64_t i = 0; i < K; ++i) out[at + size_t(i)] += dxh[size_t(i)];
+            return;
+          }
+          double dot = 0;  // x . dxh = rn (xh . dxh)
+          for (int64_t i = 0; i < K; ++i) dot += xh[size_t(i)] * dxh[size_t(i)];
+          for (int64_t i = 0; i < K; ++i) out[at + size_t(i)] += (dxh[size_t(i)] - xh[size_t(i)] * dot) / rn;
+        };
+        back(q, dqh, nq[size_t(s)], r.dq, qk);
+        back(k, dkh, nk[size_t(s)], r.dk, qk);
+      }
+      for (int64_t i = 0; i < K * V; ++i) r.dh0[size_t((n * Hv + hv) * K * V + i)] = dS[size_t(i)];
+    }
+  }
+  return r;
+}
+
+Data makeData(const Problem &pb) {
+  Data d;
+  const int64_t N = pb.N();
+  auto half = [&](size_t n, double sd, bool unit, int64_t K) {
+    std::vector<double> x(n);
+    for (double &e : x) e = sd * randn();
+    if (unit)  // rows of K L2-normalized (what the inputs look like without the kernel's norm)
+      for (size_t r = 0; r < n; r += size_t(K)) {
+        double s = 0;
+        for (size_t i = 0; i < size_t(K); ++i) s += x[r + i] * x[r + i];
+        for (size_t i = 0; i < size_t(K); ++i) x[r + i] /= std::sqrt(s);
+      }
+    for (double &e : x) e = fromHalf(pb.dt, toHalf(pb.dt, float(e)));
+    return x;
+  };
+  const size_t nqk = size_t(pb.B * pb.T * pb.Hqk * pb.K), nv = size_t(pb.B * pb.T * pb.Hv * pb.V),
+               ng = size_t(pb.B * pb.T * pb.Hv), ns = size_t(N * pb.Hv * pb.K * pb.V);
+  d.q = half(nqk, 1.0, !pb.l2norm, pb.K);
+  d.k = half(nqk, 1.0, !pb.l2norm, pb.K);
+  d.v = half(nv, 1.0, false, pb.K);
+  d.dout = half(nv, 1.0, false, pb.K);
+  d.g.resize(ng);
+  d.beta.resize(ng);
+  for (size_t i = 0; i < ng; ++i) {
+    const double x = randn(), y = randn();
+    d.g[i] = double(float(-std::log1p(std::exp(-x))));  // logsigmoid, as f32
+    d.beta[i] = double(float(1.0 / (1.0 + std::exp(-y))));
+  }
+  d.h0.resize(ns);
+  d.dht.resize(ns);
+  for (double &e : d.h0) e = double(float(0.1 * randn()));
+  for (double &e : d.dht) e = double(float(0.1 * randn()));
+  return d;
+}
+
+double relRms(const std::vector<float> &out, const std::vector<double> &ref) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    double e = double(out[i]) - ref[i];
+    if (!std::isfinite(out[i])) e = 1e300;  // never written (poison) or not finite
+    num += e * e;
+    den += ref[i] * ref[i];
+  }
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+// Host buffers in the kernels' dtypes, 256-byte aligned.
+struct Buf {
+  std::vector<unsigned char> mem;
+  void *p = nullptr;
+  explicit Buf(size_t bytes) : mem(bytes + 256) {
+    p = mem.data() + (256 - reinterpret_cast<uintptr_t>(mem.data()) % 256) % 256;
+  }
+};
+struct Tensor {
+  DType dt;
+  std::vector<int64_t> shape;
+  Buf buf;
+  Tensor(DType d, std::vector<int64_t> s) : dt(d), shape(s), buf(bytesOf(d, s)) {}
+  static size_t bytesOf(DType d, const std::vector<int64_t> &s) {
+    size_t n = 1;
+    for (int64_t e : s) n *= size_t(e);
+    return n * size_t(qla::dtypeBytes(d));
+  }
+  size_t count() const { return bytesOf(DType::I32, shape) / 4; }
+  TensorRef ref() { return TensorRef{buf.p, dt, shape, {}}; }
+  void set(const std::vector<double> &x) {
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (dt == DType::F32) static_cast<float *>(buf.p)[i] = float(x[i]);
+      else static_cast<uint16_t *>(buf.p)[i] = toHalf(dt, float(x[i]));
+    }
+  }
+  void poison() {
+    for (size_t i = 0; i < count(); ++i) {
+      if (dt == DType::F32) static_cast<float *>(buf.p)[i] = NAN;
+      else static_cast<uint16_t *>(buf.p)[i] = dt == DType::BF16 ? 0x7fc0 : 0x7e00;
+    }
+  }
+  std::vector<float> get() const {
+    std::vector<float> out(count());
+    for (size_t i = 0; i < out.size(); ++i)
+      out[i] = dt == DType::F32 ? static_cast<const float *>(buf.p)[i]
+                                : fromHalf(dt, static_cast<const uint16_t *>(buf.p)[i]);
+    return out;
+  }
+};
+
+void runCase(const Problem &pb) {
+  INFO(pb.name);
+  const Data d = makeData(pb);
+  const Grads ref = reference(pb, d);
+  const int64_t B = pb.B, T = pb.T, Hqk = pb.Hqk, Hv = pb.Hv, K = pb.K, V = pb.V, N = pb.N();
+  Tensor q(pb.dt, {B, T, Hqk, K}), k(pb.dt, {B, T, Hqk, K}), v(pb.dt, {B, T, Hv, V}), g(DType::F32, {B, T, Hv}),
+      beta(DType::F32, {B, T, Hv}), o(pb.dt, {B, T, Hv, V}), h0(DType::F32, {N, Hv, K, V}),
+      ht(DType::F32, {N, Hv, K, V}), dout(pb.dt, {B, T, Hv, V}), dht(DType::F32, {N, Hv, K, V}),
+      dq(pb.dt, {B, T, Hqk, K}), dk(pb.dt, {B, T, Hqk, K}), dv(pb.dt, {B, T, Hv, V}), dg(DType::F32, {B, T, Hv}),
+      dbeta(DType::F32, {B, T, Hv}), dh0(DType::F32, {N, Hv, K, V}), cu(DType::I32, {N + 1});
+  q.set(d.q), k.set(d.k), v.set(d.v), g.set(d.g), beta.set(d.beta), h0.set(d.h0), dout.set(d.dout), dht.set(d.dht);
+  std::vector<int64_t> cuHost;
+  if (!pb.offsets.empty()) {
+    std::vector<double> c(pb.offsets.begin(), pb.offsets.end());
+    for (size_t i = 0; i < c.size(); ++i) static_cast<int32_t *>(cu.buf.p)[i] = int32_t(pb.offsets[i]);
+    cuHost = pb.offsets;
+  }
+
+  qla::gdn::ForwardParams fp;
+  fp.q = q.ref(), fp.k = k.ref(), fp.v = v.ref(), fp.g = g.ref(), fp.beta = beta.ref(), fp.o = o.ref();
+  if (pb.h0) fp.initial_state = h0.ref();
+  fp.final_state = ht.ref();
+  if (!pb.offsets.empty()) fp.cu_seqlens = cu.ref(), fp.cu_seqlens_host = cuHost.data();
+  fp.use_qk_l2norm = pb.l2norm;
+  o.poison(), ht.poison();
+  {
+    Buf ws(qla::gdn::forwardWorkspaceBytes(fp));
+    qla::gdn::forward(fp, ws.p, qla::gdn::forwardWorkspaceBytes(fp));
+  }
+  const double eo = relRms(o.get(), ref.o), eht = relRms(ht.get(), ref.ht);
+  std::printf("%-40s forward: o %.2e  ht %.2e\n", pb.name.c_str(), eo, eht);
+  CHECK(eo <= 0.005);
+  CHECK(eht <= 0.005);
+
+  qla::gdn::BackwardParams bp;
+  bp.q = q.ref(), bp.k = k.ref(), bp.v = v.ref(), bp.g = g.ref(), bp.beta = beta.ref();
+  if (pb.h0) bp.initial_state = h0.ref(), bp.dh0 = dh0.ref();
+  if (!pb.offsets.empty()) bp.cu_seqlens = cu.ref(), bp.cu_seqlens_host = cuHost.data();
+  bp.use_qk_l2norm = pb.l2norm;
+  bp.dout = dout.ref();
+  if (pb.dht) bp.dht = dht.ref();
+  bp.dq = dq.ref(), bp.dk = dk.ref(), bp.dv = dv.ref(), bp.dg = dg.ref(), bp.dbeta = dbeta.ref();
+  dq.poison(), dk.poison(), dv.poison(), dg.poison(), dbeta.poison(), dh0.poison();
+  if (pb.fusedBackward) setenv("QLA_GDN_BWD_FUSED", "1", 1);
+  else unsetenv("QLA_GDN_BWD_FUSED");
+  INFO("backward kernels: " << qla::gdn::backwardConfig(bp).str());
+  REQUIRE(qla::gdn::backwardConfig(bp).fused == (pb.fusedBackward != 0));
+  {
+    Buf ws(qla::gdn::backwardWorkspaceBytes(bp));
+    qla::gdn::backward(bp, ws.p, qla::gdn::backwardWorkspaceBytes(bp));
+  }
+  unsetenv("QLA_GDN_BWD_FUSED");
+  struct {
+    const char *name;
+    double err, bar;
+  } rows[] = {{"dq", relRms(dq.get(), ref.dq), 0.008},         {"dk", relRms(dk.get(), ref.dk), 0.008},
+              {"dv", relRms(dv.get(), ref.dv), 0.008},         {"dg", relRms(dg.get(), ref.dg), 0.02},
+              {"dbeta", relRms(dbeta.get(), ref.dbeta), 0.02}, {"dh0", pb.h0 ? relRms(dh0.get(), ref.dh0) : 0, 0.008}};
+  std::printf("%-40s backward:", pb.name.c_str());
+  for (auto &r : rows) std::printf(" %s %.2e", r.name, r.err);
+  std::printf("\n");
+  for (auto &r : rows) {
+    INFO(r.name << " rel rms " << r.err << " (bar " << r.bar << ")");
+    CHECK(r.err <= r.bar);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("the float64 reference gradients match finite differences", "[gdn][sim]") {
+  for (int variant = 0; variant < 2; ++variant) {
+    Problem pb;
+    pb.name = variant ? "fd l2norm h0 dht gva varlen" : "fd plain";
+    pb.K = 3, pb.V = 2, pb.Hqk = 1, pb.Hv = variant ? 2 : 1;
+    pb.l2norm = pb.h0 = pb.dht = variant == 1;
+    if (variant) pb.offsets = {0, 2, 5}, pb.T = 5;
+    else pb.T = 4;
+    Data d = makeData(pb);
+    const Grads r = reference(pb, d);
+    auto loss = [&](const Data &x) {
+      const Grads f = reference(pb, x, false);
+      double l = 0;
+      for (size_t i = 0; i < f.o.size(); ++i) l += f.o[i] * x.dout[i];
+      if (pb.dht)
+        for (size_t i = 0; i < f.ht.size(); ++i) l += f.ht[i] * x.dht[i];
+      return l;
+    };
+    auto check = [&](std::vector<double> Data::*field, const std::vector<double> &grad, const char *name) {
+      for (size_t i = 0; i < grad.size(); ++i) {
+        Data p = d, m = d;
+        const double h = 1e-6;
+        (p.*field)[i] += h;
+        (m.*field)[i] -= h;
+        const double fd = (loss(p) - loss(m)) / (2 * h);
+        INFO(pb.name << ": d" << name << "[" << i << "] analytic " << grad[i] << ", finite difference " << fd);
+        CHECK(std::fabs(fd - grad[i]) <= 1e-6 * (1 + std::fabs(fd)));
+      }
+    };
+    check(&Data::q, r.dq, "q");
+    check(&Data::k, r.dk, "k");
+    check(&Data::v, r.dv, "v");
+    check(&Data::g, r.dg, "g");
+    check(&Data::beta, r.dbeta, "beta");
+    if (pb.h0) check(&Data::h0, r.dh0, "h0");
+  }
+}
+
+TEST_CASE("GDN forward and backward on the simulator: one sequence, two chunks and a tail", "[gdn][sim]") {
+  Problem pb;
+  pb.name = "f16 T=150 K=V=64";
+  pb.T = 150;
+  runCase(pb);
+}
+
+TEST_CASE("GDN forward and backward on the simulator: GVA, varlen, h0, dht, L2 norm, bf16", "[gdn][sim]") {
+  Problem pb;
+  pb.name = "bf16 varlen [0,1,70,130] Hv=2 l2 h0 dht";
+  pb.dt = DType::BF16;
+  pb.offsets = {0, 1, 70, 130};
+  pb.T = 130;
+  pb.Hv = 2;
+  pb.l2norm = pb.h0 = pb.dht = true;
+  runCase(pb);
+}
+
+TEST_CASE("GDN backward on the simulator: the fused gradient kernel", "[gdn][sim][fused]") {
+  Problem pb;
+  pb.name = "fused f16 T=150 K=V=64 h0 dht";
+  pb.T = 150;
+  pb.h0 = pb.dht = true;
+  pb.fusedBackward = 1;
+  runCase(pb);
+}
+
+TEST_CASE("GDN backward on the simulator: the fused gradient kernel, K = V = 128, GVA, varlen", "[gdn][sim][fused]") {
+  Problem pb;
+  pb.name = "fused f16 varlen [0,65,66,200] K=V=128 Hv=2 h0 dht";
+  pb.offsets = {0, 65, 66, 200};
+  pb.T = 200;
+  pb.K = pb.V = 128;
+  pb.Hv = 2;
+  pb.h0 = pb.dht = true;
+  pb.fusedBackward = 1;
+  runCase(pb);
+}
