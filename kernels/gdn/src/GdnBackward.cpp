@@ -474,7 +474,7 @@ BackwardConfig backwardConfig(const BackwardParams &p) {
   return c;
 }
 
-bool fusedBackwardEligible(const BackwardConfig &c) { return !c.hilo() && !c.fwd.l2norm; }
+bool fusedBackwardEligible(const BackwardConfig &) { return true; }
 
 std::string BackwardConfig::str() const {
   std::ostringstream s;
@@ -572,12 +572,10 @@ KernelSpec finishKernelSpec(const BackwardConfig &c) {
 }
 
 KernelSpec fusedBackwardKernelSpec(const BackwardConfig &c) {
-  if (!fusedBackwardEligible(c))
-    fail("gdn_bwd_fused.qla takes neither the hi + lo pairs (bf16 inputs) nor the L2 norm yet: " + c.str());
-  // wy's constants without the L2 norm, and the state gradient's ends.
+  if (!fusedBackwardEligible(c)) fail("gdn_bwd_fused.qla does not take " + c.str());
+  // wy's constants (L2NORM among them), and the state gradient's ends.
   KernelSpec s = wyKernelSpec(c);
   s.file = kFusedBwdFile;
-  s.defines.erase("L2NORM");
   s.defines["HAS_H0"] = c.dh0 ? "1" : "0";
   s.defines["HAS_DHT"] = c.dht ? "1" : "0";
   return s;

@@ -1025,15 +1025,12 @@ TEST_CASE("GDN backward: every specialization compiles through the QLA compiler 
 TEST_CASE("GDN backward: the fused gradient kernel's specializations (first version, off by default)",
           "[gdn][kernels][backward]") {
   if (!backwardKernelsPresent()) return;
-  // Eligible: f16 inputs (no hi + lo pairs) without the L2 norm.
+  // Every configuration is eligible (bf16 with the recompute's hi + lo
+  // pairs, the L2 norm folded into its products).
   int eligible = 0, n = 0;
   for (BackwardConfig c : allBackwardConfigs()) {
     INFO(c.str());
-    CHECK(qla::gdn::fusedBackwardEligible(c) == (c.fwd.dtype == DType::F16 && !c.fwd.l2norm));
-    if (!qla::gdn::fusedBackwardEligible(c)) {
-      CHECK_THROWS_AS(qla::gdn::fusedBackwardKernelSpec(c), qla::gdn::Error);
-      continue;
-    }
+    CHECK(qla::gdn::fusedBackwardEligible(c));
     ++eligible;
     c.fused = true;
     CHECK(c.str().find(" fused=1") != std::string::npos);
@@ -1044,6 +1041,8 @@ TEST_CASE("GDN backward: the fused gradient kernel's specializations (first vers
                                             "gdn_fwd_state.qla", "gdn_bwd_dh.qla", "gdn_fwd_merge.qla",
                                             "gdn_bwd_fused.qla", "gdn_bwd_finish.qla"});
     const KernelSpec spec = qla::gdn::fusedBackwardKernelSpec(c);
+    CHECK(spec.defines.at("L2NORM") == (c.fwd.l2norm ? "1" : "0"));
+    CHECK(spec.defines.count("HILO") == 0);  // the recompute keeps the pairs; the kernel reads the hi parts
     if (c.fwd.gDtype != DType::F32) continue;  // g's dtype does not reach it
     qla::CompiledKernel k = compileEmbedded(spec);
     ++n;

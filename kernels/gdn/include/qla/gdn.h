@@ -297,8 +297,9 @@ KernelSpec dhMergeKernelSpec(const BackwardConfig &c);    // gdn_fwd_merge.qla R
 KernelSpec dqkKernelSpec(const BackwardConfig &c);
 KernelSpec wyKernelSpec(const BackwardConfig &c);
 KernelSpec finishKernelSpec(const BackwardConfig &c);
-// The fused gradient kernel (c.fused); fusedBackwardEligible: what its first
-// version takes (no HILO, that is f16 inputs, and no L2 norm).
+// The fused gradient kernel (c.fused); fusedBackwardEligible: whether it
+// takes c (every configuration now: with bf16 the recompute keeps its hi +
+// lo pairs and the kernel reads their hi parts).
 KernelSpec fusedBackwardKernelSpec(const BackwardConfig &c);
 bool fusedBackwardEligible(const BackwardConfig &c);
 // Every kernel spec backward() may launch for c (the nine above, plus the
