@@ -32,8 +32,9 @@ The verifier accepts exactly QLA's contract: q, k, v bf16 or f16 (one dtype)
 on one sm_90 GPU, [B, T, Hqk, K] / [B, T, Hv, V] with Hv % Hqk == 0 and K, V
 in {64, 128}; g and beta [B, T, Hv] in f32 or q's dtype; a finite scale or
 None; an f32 initial state [N, Hv, K, V]; int32/int64 cu_seqlens with B = 1;
-chunk size 64 (FLA's ``chunk_size`` keyword absent or 64); none of
-use_beta_sigmoid_in_kernel, allow_neg_eigval, state_v_first (or the deprecated
+chunk size 64 (FLA's ``chunk_size`` keyword absent or 64);
+use_beta_sigmoid_in_kernel and allow_neg_eigval (the kernels compute beta);
+none of state_v_first (or the deprecated
 transpose_state_layout), use_gate_in_kernel / A_log / dt_bias, cp_context,
 head_first, nor any keyword QLA does not know. FLA's precomputed helpers of
 cu_seqlens (cu_seqlens_cpu, chunk_indices) are accepted and not used. The
@@ -136,10 +137,8 @@ def check(env: Environment, q, k, v, g, beta, scale=None, initial_state=None, ou
     # Options QLA does not have (FLA computes them).
     if cp_context is not None:
         return False, "QLA does not take cp_context (FLA's inter-card context parallelism)"
-    if use_beta_sigmoid_in_kernel:
-        return False, "QLA does not take use_beta_sigmoid_in_kernel=True (it takes beta after the sigmoid)"
-    if allow_neg_eigval:
-        return False, "QLA does not take allow_neg_eigval=True"
+    # use_beta_sigmoid_in_kernel and allow_neg_eigval: taken (the kernels
+    # compute beta = sigmoid(beta), or 2 sigmoid(beta)).
     if state_v_first:
         return False, "QLA does not take state_v_first=True (its states are [K, V])"
     if "transpose_state_layout" in kwargs:
@@ -446,7 +445,9 @@ def _make_backend_class(BaseBackend):
                                    use_qk_l2norm_in_kernel))
             return qla_op(q, k, v, g, beta, scale=scale, initial_state=initial_state,
                           output_final_state=output_final_state, cu_seqlens=cu_seqlens,
-                          use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel)
+                          use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel,
+                          use_beta_sigmoid_in_kernel=bool(use_beta_sigmoid_in_kernel),
+                          allow_neg_eigval=bool(allow_neg_eigval))
 
     return QLABackend
 

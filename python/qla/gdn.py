@@ -29,7 +29,7 @@ from ._ctensor import Tensor as _Tensor, check as _check, tma_friendly as _tma_f
 __all__ = ["chunk_gated_delta_rule", "warmup", "workspace_bytes"]
 
 _OP = "chunk_gated_delta_rule: "
-_ABI_VERSION = 4
+_ABI_VERSION = 5
 
 
 class _Args(ctypes.Structure):
@@ -50,12 +50,15 @@ class _Args(ctypes.Structure):
         ("stream", ctypes.c_void_p),
         ("segment_chunks", ctypes.c_int64),
         ("checkpoints", _Tensor),
+        ("beta_activation", ctypes.c_int32),
+        ("reserved5", ctypes.c_int32),
     ]
 
 
 class _Config(ctypes.Structure):
     _fields_ = [(n, ctypes.c_int32) for n in ("dtype", "beta_dtype", "k", "v", "varlen", "cu_dtype",
-                                              "use_qk_l2norm", "initial_state", "final_state", "g_dtype")]
+                                              "use_qk_l2norm", "initial_state", "final_state", "g_dtype",
+                                              "beta_activation")]
 
 
 class _BwdArgs(ctypes.Structure):
@@ -82,11 +85,13 @@ class _BwdArgs(ctypes.Structure):
         ("dbeta", _Tensor),
         ("dh0", _Tensor),
         ("checkpoints", _Tensor),
+        ("beta_activation", ctypes.c_int32),
+        ("reserved5", ctypes.c_int32),
     ]
 
 
-assert ctypes.sizeof(_Tensor) == 88 and ctypes.sizeof(_Args) == 920 and ctypes.sizeof(_Config) == 40
-assert ctypes.sizeof(_BwdArgs) == 16 + 16 * 88 + 24
+assert ctypes.sizeof(_Tensor) == 88 and ctypes.sizeof(_Args) == 928 and ctypes.sizeof(_Config) == 44
+assert ctypes.sizeof(_BwdArgs) == 16 + 16 * 88 + 32
 
 
 def _dtype_code(name: str, dtype) -> int:
@@ -240,7 +245,7 @@ def _new_args(lib, cls, init):
 
 
 def _forward(q, k, v, g, beta, scale, initial_state, output_final_state, cu_seqlens, use_qk_l2norm,
-             segment_chunks=0, keep_checkpoints=False):
+             segment_chunks=0, keep_checkpoints=False, beta_activation=0):
     """o, final_state (or None), and with keep_checkpoints (training mode)
     the forward's checkpoints and their segment length (None, 0 where the
     forward does not split its sequences: the backward needs nothing else)."""
@@ -269,6 +274,7 @@ def _forward(q, k, v, g, beta, scale, initial_state, output_final_state, cu_seql
     a.scale = float("nan") if scale is None else float(scale)
     a.use_qk_l2norm = 1 if use_qk_l2norm else 0
     a.segment_chunks = int(segment_chunks)
+    a.beta_activation = int(beta_activation)
 
     err = ctypes.create_string_buffer(4096)
     checkpoints, seg = None, 0
@@ -293,7 +299,7 @@ def _forward(q, k, v, g, beta, scale, initial_state, output_final_state, cu_seql
 
 
 def _backward(q, k, v, g, beta, scale, initial_state, cu_seqlens, use_qk_l2norm, segment_chunks, do, dht,
-              checkpoints=None):
+              checkpoints=None, beta_activation=0):
     """The gradients (dq, dk, dv, dg, dbeta, dh0 or None) of L = <do, o> +
     <dht, final_state> through qla_gdn_backward. checkpoints: the forward's
     (then segment_chunks is the forward's segment length)."""
@@ -342,6 +348,7 @@ def _backward(q, k, v, g, beta, scale, initial_state, cu_seqlens, use_qk_l2norm,
     a.scale = float("nan") if scale is None else float(scale)
     a.use_qk_l2norm = 1 if use_qk_l2norm else 0
     a.segment_chunks = int(segment_chunks)
+    a.beta_activation = int(beta_activation)
     err = ctypes.create_string_buffer(4096)
     nbytes = ctypes.c_size_t(0)
     _check(lib.qla_gdn_backward_workspace_bytes(ctypes.byref(a), ctypes.byref(nbytes), err, len(err)), err)
@@ -364,7 +371,7 @@ def _autograd_function():
         class ChunkGatedDeltaRuleFunction(torch.autograd.Function):
             @staticmethod
             def forward(ctx, q, k, v, g, beta, scale, initial_state, output_final_state, cu_seqlens,
-                        use_qk_l2norm, segment_chunks, training):
+                        use_qk_l2norm, segment_chunks, training, beta_activation):
                 ckpt, seg = None, segment_chunks
                 if training:
                     # Training mode: the forward keeps its segment start
@@ -372,22 +379,25 @@ def _autograd_function():
                     # rest from the inputs.
                     o, final_state, ckpt, fseg = _forward(q, k, v, g, beta, scale, initial_state,
                                                           output_final_state, cu_seqlens, use_qk_l2norm,
-                                                          segment_chunks, keep_checkpoints=True)
+                                                          segment_chunks, keep_checkpoints=True,
+                                                          beta_activation=beta_activation)
                     if ckpt is not None:
                         seg = fseg
                 else:
                     o, final_state = _forward(q, k, v, g, beta, scale, initial_state, output_final_state,
-                                              cu_seqlens, use_qk_l2norm, segment_chunks)
+                                              cu_seqlens, use_qk_l2norm, segment_chunks,
+                                              beta_activation=beta_activation)
                 ctx.save_for_backward(q, k, v, g, beta, initial_state, cu_seqlens, ckpt)
-                ctx.scale, ctx.l2, ctx.seg = scale, use_qk_l2norm, seg
+                ctx.scale, ctx.l2, ctx.seg, ctx.bact = scale, use_qk_l2norm, seg, beta_activation
                 return o, final_state
 
             @staticmethod
             def backward(ctx, do, dht):
                 q, k, v, g, beta, initial_state, cu_seqlens, ckpt = ctx.saved_tensors
                 dq, dk, dv, dg, dbeta, dh0 = _backward(q, k, v, g, beta, ctx.scale, initial_state, cu_seqlens,
-                                                       ctx.l2, ctx.seg, do, dht, checkpoints=ckpt)
-                return dq, dk, dv, dg, dbeta, None, dh0, None, None, None, None, None
+                                                       ctx.l2, ctx.seg, do, dht, checkpoints=ckpt,
+                                                       beta_activation=ctx.bact)
+                return dq, dk, dv, dg, dbeta, None, dh0, None, None, None, None, None, None
 
         _function = ChunkGatedDeltaRuleFunction
     return _function
@@ -395,7 +405,8 @@ def _autograd_function():
 
 def chunk_gated_delta_rule(q, k, v, g, beta, scale: float | None = None, initial_state=None,
                            output_final_state: bool = False, cu_seqlens=None,
-                           use_qk_l2norm_in_kernel: bool = False, segment_chunks: int = 0):
+                           use_qk_l2norm_in_kernel: bool = False, segment_chunks: int = 0,
+                           use_beta_sigmoid_in_kernel: bool = False, allow_neg_eigval: bool = False):
     """The gated delta rule over chunks of 64 tokens (FLA's function of this name).
 
     q, k: [B, T, Hqk, K] bf16/f16; v: [B, T, Hv, V] (Hv % Hqk == 0; K, V in {64, 128});
@@ -403,6 +414,9 @@ def chunk_gated_delta_rule(q, k, v, g, beta, scale: float | None = None, initial
     scale: default K ** -0.5; initial_state: [N, Hv, K, V] f32;
     cu_seqlens: [N + 1] int32/int64 offsets of N packed sequences (B must be 1);
     use_qk_l2norm_in_kernel: L2-normalize q and k per head first;
+    use_beta_sigmoid_in_kernel: beta holds logits b and the kernels take
+    sigmoid(b) (2 sigmoid(b) with allow_neg_eigval, which, as in FLA, has no
+    effect without it); the gradient returned for beta is then dL/db;
     segment_chunks (not in FLA's signature): context parallelism, 0 lets the
     cost model decide, -1 never splits, n > 0 cuts long sequences into
     segments of n chunks of 64 tokens (the result is the same either way, to
@@ -420,13 +434,16 @@ def chunk_gated_delta_rule(q, k, v, g, beta, scale: float | None = None, initial
 
     training = torch.is_grad_enabled() and any(
         isinstance(t, torch.Tensor) and t.requires_grad for t in (q, k, v, g, beta, initial_state))
+    beta_activation = (2 if allow_neg_eigval else 1) if use_beta_sigmoid_in_kernel else 0
     return _autograd_function().apply(q, k, v, g, beta, scale, initial_state, bool(output_final_state), cu_seqlens,
-                                      bool(use_qk_l2norm_in_kernel), int(segment_chunks), training)
+                                      bool(use_qk_l2norm_in_kernel), int(segment_chunks), training,
+                                      beta_activation)
 
 
 def warmup(dtype=None, K: int = 128, V: int = 128, beta_dtype=None, varlen: bool = False, cu_dtype=None,
            use_qk_l2norm: bool = False, initial_state: bool = False, output_final_state: bool = False,
-           g_dtype=None, backward: bool = False, dht: bool = False) -> None:
+           g_dtype=None, backward: bool = False, dht: bool = False, use_beta_sigmoid_in_kernel: bool = False,
+           allow_neg_eigval: bool = False) -> None:
     """Compiles (and loads into the current CUDA context) the kernels one call
     configuration needs, so that a later call may be captured in a CUDA graph.
     dtype: torch.bfloat16 (default) or torch.float16; beta_dtype and g_dtype:
@@ -447,6 +464,7 @@ def warmup(dtype=None, K: int = 128, V: int = 128, beta_dtype=None, varlen: bool
     c.initial_state = 1 if initial_state else 0
     c.final_state = 1 if output_final_state else 0
     c.g_dtype = _dtype_code("g_dtype", "f32" if g_dtype is None else g_dtype)
+    c.beta_activation = (2 if allow_neg_eigval else 1) if use_beta_sigmoid_in_kernel else 0
     err = ctypes.create_string_buffer(65536)
     _check(_lib().qla_gdn_forward_warmup(ctypes.byref(c), err, len(err)), err)
     if backward:

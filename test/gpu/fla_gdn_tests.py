@@ -77,8 +77,6 @@ _VFIRST = "state_v_first=True: [V, K] state layout (QLA's states are [K, V])"
 
 # Chunk tests whose every case uses an option QLA does not take.
 FEATURE_OUT = {
-    "test_chunk_beta_sigmoid_in_kernel":
-        "use_beta_sigmoid_in_kernel=True: beta given as raw logits (QLA takes beta after the sigmoid)",
     "test_chunk_state_v_first": _VFIRST,
     "test_flash_qla_chunk_state_v_first": _VFIRST,
     "test_chunk_gate_in_kernel": _GATE,
@@ -99,6 +97,7 @@ REVIEWED = {
     "test_flash_qla_chunk_forward_only": dict(),
 }
 REVIEWED.update({name: dict() for name in FEATURE_OUT})
+REVIEWED["test_chunk_beta_sigmoid_in_kernel"] = dict()  # use_beta_sigmoid_in_kernel, allow_neg_eigval: taken
 REVIEWED["test_flash_qla_chunk_state_v_first"] = dict(dtype="bfloat16")
 
 FLASH_QLA_TESTS = ("test_flash_qla_chunk", "test_flash_qla_chunk_varlen", "test_flash_qla_chunk_state_v_first",
@@ -132,8 +131,6 @@ def classify(name: str, params: dict, cast_h0: bool) -> tuple[str, list[str], li
         reasons.append(f"q/k/v in {dtype} (QLA takes bf16 or f16)")
     if "chunk_size" in params and params["chunk_size"] != 64:
         reasons.append(f"chunk_size={params['chunk_size']} (QLA's chunks are 64 tokens; it takes no chunk_size)")
-    if params.get("allow_neg_eigval"):
-        reasons.append("allow_neg_eigval=True (with use_beta_sigmoid_in_kernel; QLA has neither)")
     if facts.get("h0_in_input_dtype") and dtype not in (None, "float32"):
         if cast_h0:
             notes.append(f"initial_state in {dtype} cast to f32 by the harness (--cast-initial-state)")
@@ -166,10 +163,6 @@ class QlaOp:
                  state_v_first=False, cu_seqlens=None, cu_seqlens_cpu=None, chunk_indices=None, cp_context=None,
                  **kwargs):
         refused = []
-        if use_beta_sigmoid_in_kernel:
-            refused.append("use_beta_sigmoid_in_kernel=True")
-        if allow_neg_eigval:
-            refused.append("allow_neg_eigval=True")
         if kwargs.pop("transpose_state_layout", False) or state_v_first:
             refused.append("state_v_first=True")
         if cp_context is not None:
@@ -195,7 +188,9 @@ class QlaOp:
         self.calls += 1
         return self.qla_fn(q, k, v, g, beta, scale=scale, initial_state=initial_state,
                            output_final_state=output_final_state, cu_seqlens=cu_seqlens,
-                           use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel, segment_chunks=self.segment_chunks)
+                           use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel, segment_chunks=self.segment_chunks,
+                           use_beta_sigmoid_in_kernel=use_beta_sigmoid_in_kernel,
+                           allow_neg_eigval=allow_neg_eigval)
 
 
 # ----------------------------------------------------------------------------

@@ -17,9 +17,9 @@ calls; bad gradient inputs raise an error naming the problem.
         [--seed N] [--filter SUBSTR] [--no-large] [--verbose] [--fused]
 
 --fused runs the same suite on the fused gradient kernel
-(QLA_GDN_BWD_FUSED=1, kernels/gdn/gdn_bwd_fused.qla), which takes every
-case, and a last check that the kernel ran (QLA's log names gdn_bwd_fused
-when it is compiled or loaded).
+(QLA_GDN_BWD_FUSED=1, kernels/gdn/gdn_bwd_fused.qla): every case in f16
+(what it takes; the L2 norm included), and a last check that the kernel ran
+(QLA's log names gdn_bwd_fused when it is compiled or loaded).
 
 Prints SKIP and exits 0 without PyTorch or a GPU; otherwise a table and
 "N passed, M failed", exit status 1 on any failure.
@@ -37,13 +37,20 @@ sys.path.insert(0, HERE)
 import test_gdn_forward as fw  # noqa: E402  (the float64 reference and the input generator)
 
 BARS = dict(dq=8e-3, dk=8e-3, dv=8e-3, dh0=8e-3, dbeta=2e-2, dg=2e-2)
-FUSED = False  # --fused: on the fused gradient kernel (it takes every case)
+FUSED = False  # --fused: every case as the fused gradient kernel takes it
 
 
 def adapt(case):
-    """The case as the run takes it (unchanged: the fused kernel takes every
-    dtype and the L2 norm)."""
-    return case
+    """The case as the run takes it: with --fused in f16 (g and beta too where
+    given in a half type)."""
+    if not FUSED:
+        return case
+    c = dict(case)
+    c["dtype"] = "f16"
+    for key in ("g", "beta"):
+        if c.get(key) == "bf16":
+            c[key] = "f16"
+    return c
 NAMES = ["dq", "dk", "dv", "dg", "dbeta", "dh0"]
 torch = None
 
@@ -361,7 +368,7 @@ def main():
     ap.add_argument("--no-large", action="store_true")
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--fused", action="store_true",
-                    help="the fused gradient kernel (QLA_GDN_BWD_FUSED=1), every case")
+                    help="the fused gradient kernel (QLA_GDN_BWD_FUSED=1): every case in f16")
     ap.add_argument("--warm-only", action="store_true",
                     help="only compile the suite's kernels into the kernel cache (no torch, no GPU needed)")
     args = ap.parse_args()

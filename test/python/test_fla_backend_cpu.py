@@ -190,9 +190,10 @@ def contract():
          False, "use_gate_in_kernel"),
         ("A_log given", E(), change(base, A_log=T("float32", (4,))), False, "A_log"),
         ("dt_bias given", E(), change(base, dt_bias=T("float32", (4,))), False, "dt_bias"),
-        ("use_beta_sigmoid_in_kernel=True", E(), change(base, use_beta_sigmoid_in_kernel=True), False,
-         "use_beta_sigmoid_in_kernel"),
-        ("allow_neg_eigval=True", E(), change(base, allow_neg_eigval=True), False, "allow_neg_eigval"),
+        ("use_beta_sigmoid_in_kernel=True", E(), change(base, use_beta_sigmoid_in_kernel=True), True, None),
+        ("use_beta_sigmoid_in_kernel=True, allow_neg_eigval=True", E(),
+         change(base, use_beta_sigmoid_in_kernel=True, allow_neg_eigval=True), True, None),
+        ("allow_neg_eigval=True alone (no effect, as in FLA)", E(), change(base, allow_neg_eigval=True), True, None),
         ("state_v_first=True", E(), change(base, state_v_first=True), False, "state_v_first"),
         ("transpose_state_layout=False (deprecated, FLA warns)", E(), change(base, transpose_state_layout=False),
          False, "transpose_state_layout"),
@@ -225,8 +226,10 @@ def contract():
     ok, reason = F.check(E(), a["q"], a["k"], a["v"], a["g"], a["beta"], None, a["initial_state"], True, True)
     check("check: FLA's positional order (scale, initial_state, output_final_state, use_qk_l2norm_in_kernel)",
           ok and reason is None, reason)
-    ok, reason = F.check(E(), a["q"], a["k"], a["v"], a["g"], a["beta"], None, a["initial_state"], True, False, True)
-    check("check: positional use_beta_sigmoid_in_kernel=True refused", not ok and "beta_sigmoid" in reason, reason)
+    ok, reason = F.check(E(), a["q"], a["k"], a["v"], a["g"], a["beta"], None, a["initial_state"], True, False, True,
+                         False, True)
+    check("check: positional state_v_first=True refused (after use_beta_sigmoid_in_kernel, allow_neg_eigval)",
+          not ok and "state_v_first" in reason, reason)
 
     # Agreement with the harness that runs FLA's test_gdn.py on QLA.
     try:
@@ -438,9 +441,11 @@ out("added", sorted(set(types(reg)) - set(own)))
 out("first", [b.backend_type for b in reg._get_sorted_backends() if hasattr(b, "chunk_gated_delta_rule")][:1])
 be = F._backend_object()
 out("is_enabled", (type(be).is_enabled(), be.is_enabled()))
-out("kw", op(q=q, k=k, v=v, g=g, beta=beta, initial_state=h0, output_final_state=True, chunk_size=64)[0])
+out("kw", op(q=q, k=k, v=v, g=g, beta=beta, initial_state=h0, output_final_state=True, chunk_size=64,
+            use_beta_sigmoid_in_kernel=True, allow_neg_eigval=True)[0])
 out("kw_args", sorted(seen[-1].items()) == sorted(dict(scale=None, initial_state=h0, output_final_state=True,
-    cu_seqlens=None, use_qk_l2norm_in_kernel=False).items()))
+    cu_seqlens=None, use_qk_l2norm_in_kernel=False, use_beta_sigmoid_in_kernel=True,
+    allow_neg_eigval=True).items()))
 cu = T((3,), torch.int32)
 out("pos", op(q, k, v, g, beta, 0.5, None, False, True, False, False, False, cu)[0])
 out("pos_args", seen[-1]["scale"] == 0.5 and seen[-1]["use_qk_l2norm_in_kernel"] is True and seen[-1]["cu_seqlens"] is cu)
@@ -650,8 +655,10 @@ def dispatch_release(release, lib, tally):
             ("added", "['qla']", "enable() adds backend 'qla' to it (twice: once), FLA's own backends stay"),
             ("first", "['qla']", "'qla' is the first backend of chunk_gated_delta_rule (priority 1)"),
             ("is_enabled", "(True, True)", "the backend's is_enabled() on the class and on the instance"),
-            ("kw", "qla", "keyword call inside the contract (h0, ht, chunk_size=64) -> QLA's op"),
-            ("kw_args", "True", "QLA's op gets scale, initial_state, output_final_state, cu_seqlens, l2norm"),
+            ("kw", "qla", "keyword call inside the contract (h0, ht, chunk_size=64, beta sigmoid, neg eigval) -> "
+                   "QLA's op"),
+            ("kw_args", "True", "QLA's op gets scale, initial_state, output_final_state, cu_seqlens, l2norm, "
+                                "use_beta_sigmoid_in_kernel, allow_neg_eigval"),
             ("pos", "qla", "positional call (scale, l2norm, cu_seqlens in FLA's order) -> QLA's op"),
             ("pos_args", "True", "positional arguments reach QLA's op by name"),
             ("served", "2", "counters()['served'] counts them"),

@@ -179,6 +179,7 @@ uint32_t configKey(const ForwardConfig &c) {
   put(c.l2norm, 1);
   put(c.initialState, 1);
   put(c.finalState, 1);
+  put(uint32_t(c.betaActivation) & 3u, 2);
   return k;
 }
 
@@ -394,6 +395,10 @@ Plan buildPlan(const ForwardParams &p, const WorkspaceLayout &l, void *workspace
 
 // The contract of the forward's arguments (validateForward).
 void validate(const ForwardParams &p, const char *oName) {
+  if (p.beta_activation < 0 || p.beta_activation > 2)
+    fail("beta_activation is " + std::to_string(p.beta_activation) +
+         " (0: beta is beta; 1: beta = sigmoid(beta), FLA's use_beta_sigmoid_in_kernel; 2: beta = 2 sigmoid(beta), "
+         "with allow_neg_eigval)");
   // q, k, v: dtypes and shapes.
   if (!isHalf(p.q.dtype)) fail(std::string("q has dtype ") + dtypeName(p.q.dtype) + "; expected bf16 or f16");
   op::checkBasic("q", view(p.q), 4, "[B, T, Hqk, K]");
@@ -576,6 +581,7 @@ ForwardConfig forwardConfig(const ForwardParams &p) {
   c.l2norm = p.use_qk_l2norm;
   c.initialState = p.initial_state.has_value();
   c.finalState = p.final_state.has_value();
+  c.betaActivation = p.beta_activation;
   return c;
 }
 
@@ -588,6 +594,7 @@ std::string ForwardConfig::str() const {
     << " varlen=" << varlen;
   if (varlen) s << " cu=" << dtypeName(cuDtype);
   s << " l2norm=" << l2norm << " initial_state=" << initialState << " final_state=" << finalState;
+  if (betaActivation) s << " beta_activation=" << betaActivation;
   return s.str();
 }
 
@@ -631,6 +638,7 @@ KernelSpec prepareKernelSpec(const ForwardConfig &c) {
                {"DV", std::to_string(c.V)},
                {"VARLEN", c.varlen ? "1" : "0"},
                {"L2NORM", c.l2norm ? "1" : "0"}};
+  if (c.betaActivation) s.defines["BSIG"] = std::to_string(c.betaActivation);
   return s;
 }
 

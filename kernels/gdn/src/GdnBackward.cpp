@@ -59,6 +59,13 @@ bool fusedBackwardRequested() {
   return e && *e && std::string(e) != "0";
 }
 
+// QLA_GDN_BWD_FUSED=all: also where the fused kernel misses a bar (bf16:
+// see fusedBackwardEligible), for experiments.
+bool fusedBackwardForced() {
+  const char *e = std::getenv("QLA_GDN_BWD_FUSED");
+  return e && std::string(e) == "all";
+}
+
 ForwardParams forwardPart(const BackwardParams &p) {
   ForwardParams f;
   f.q = p.q;
@@ -71,6 +78,7 @@ ForwardParams forwardPart(const BackwardParams &p) {
   f.cu_seqlens = p.cu_seqlens;
   f.scale = p.scale;
   f.use_qk_l2norm = p.use_qk_l2norm;
+  f.beta_activation = p.beta_activation;
   f.cu_seqlens_host = p.cu_seqlens_host;
   f.stream = p.stream;
   f.segment_chunks = p.segment_chunks;
@@ -470,11 +478,15 @@ BackwardConfig backwardConfig(const BackwardParams &p) {
   }
   // The fused gradient kernel, where asked for and its first version takes
   // the call.
-  c.fused = fusedBackwardRequested() && fusedBackwardEligible(c);
+  c.fused = fusedBackwardRequested() && (fusedBackwardEligible(c) || fusedBackwardForced());
   return c;
 }
 
-bool fusedBackwardEligible(const BackwardConfig &) { return true; }
+// bf16 inputs: without hi + lo pairs of V_new and dQK (which do not fit its
+// shared memory) dk misses its bar at T = 1 on about 2% of seeds (the
+// simulator, 300 seeds: 6 over 0.008, max 1.1e-2; the six kernels 0, max
+// 2.1e-3; KERNELS.md), so the fused kernel takes f16 inputs only.
+bool fusedBackwardEligible(const BackwardConfig &c) { return !c.hilo(); }
 
 std::string BackwardConfig::str() const {
   std::ostringstream s;
@@ -551,7 +563,7 @@ KernelSpec dqkKernelSpec(const BackwardConfig &c) {
 }
 
 KernelSpec wyKernelSpec(const BackwardConfig &c) {
-  return {kWyFile,
+  KernelSpec s{kWyFile,
           {{"DT", dtypeName(c.fwd.dtype)},
            {"BT", dtypeName(c.fwd.betaDtype)},
            {"CT", cuText(c.fwd)},
@@ -559,6 +571,8 @@ KernelSpec wyKernelSpec(const BackwardConfig &c) {
            {"DV", std::to_string(c.fwd.V)},
            {"VARLEN", c.fwd.varlen ? "1" : "0"},
            {"L2NORM", c.fwd.l2norm ? "1" : "0"}}};
+  if (c.fwd.betaActivation) s.defines["BSIG"] = std::to_string(c.fwd.betaActivation);
+  return s;
 }
 
 KernelSpec finishKernelSpec(const BackwardConfig &c) {
@@ -572,7 +586,9 @@ KernelSpec finishKernelSpec(const BackwardConfig &c) {
 }
 
 KernelSpec fusedBackwardKernelSpec(const BackwardConfig &c) {
-  if (!fusedBackwardEligible(c)) fail("gdn_bwd_fused.qla does not take " + c.str());
+  if (!fusedBackwardEligible(c) && !fusedBackwardForced())
+    fail("gdn_bwd_fused.qla does not take bf16 inputs (no hi + lo pairs of V_new and dQK; QLA_GDN_BWD_FUSED=all "
+         "forces it for experiments): " + c.str());
   // wy's constants (L2NORM among them), and the state gradient's ends.
   KernelSpec s = wyKernelSpec(c);
   s.file = kFusedBwdFile;

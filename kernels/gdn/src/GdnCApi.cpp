@@ -54,6 +54,7 @@ qla::gdn::ForwardParams paramsOf(const qla_gdn_forward_args *a) {
   p.stream = static_cast<CUstream>(a->stream);
   p.segment_chunks = a->segment_chunks;
   p.checkpoints = optionalOf("checkpoints", a->checkpoints);
+  p.beta_activation = a->beta_activation;
   return p;
 }
 
@@ -84,6 +85,7 @@ qla::gdn::BackwardParams backwardParamsOf(const qla_gdn_backward_args *a) {
   p.dbeta = tensorOf("dbeta", a->dbeta);
   p.dh0 = optionalOf("dh0", a->dh0);
   p.checkpoints = optionalOf("checkpoints", a->checkpoints);
+  p.beta_activation = a->beta_activation;
   return p;
 }
 
@@ -93,6 +95,9 @@ qla::gdn::ForwardConfig configOf(const qla_gdn_forward_config *c) {
   fc.dtype = dtypeOf("dtype", c->dtype);
   fc.betaDtype = dtypeOf("beta_dtype", c->beta_dtype);
   fc.gDtype = dtypeOf("g_dtype", c->g_dtype);
+  if (c->beta_activation < 0 || c->beta_activation > 2)
+    fail("beta_activation is " + std::to_string(c->beta_activation) + " (0, 1 or 2)");
+  fc.betaActivation = c->beta_activation;
   fc.K = c->k;
   fc.V = c->v;
   fc.varlen = c->varlen != 0;

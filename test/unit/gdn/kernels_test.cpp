@@ -1025,12 +1025,17 @@ TEST_CASE("GDN backward: every specialization compiles through the QLA compiler 
 TEST_CASE("GDN backward: the fused gradient kernel's specializations (first version, off by default)",
           "[gdn][kernels][backward]") {
   if (!backwardKernelsPresent()) return;
-  // Every configuration is eligible (bf16 with the recompute's hi + lo
-  // pairs, the L2 norm folded into its products).
+  // Eligible: f16 inputs, with or without the L2 norm (bf16 lacks the hi +
+  // lo pairs its T = 1 dk tail needs; QLA_GDN_BWD_FUSED=all forces it).
   int eligible = 0, n = 0;
+  unsetenv("QLA_GDN_BWD_FUSED");
   for (BackwardConfig c : allBackwardConfigs()) {
     INFO(c.str());
-    CHECK(qla::gdn::fusedBackwardEligible(c));
+    CHECK(qla::gdn::fusedBackwardEligible(c) == (c.fwd.dtype == DType::F16));
+    if (!qla::gdn::fusedBackwardEligible(c)) {
+      CHECK_THROWS_WITH(qla::gdn::fusedBackwardKernelSpec(c), Catch::Contains("does not take bf16 inputs"));
+      continue;
+    }
     ++eligible;
     c.fused = true;
     CHECK(c.str().find(" fused=1") != std::string::npos);

@@ -91,6 +91,33 @@ TEST_CASE("valid GDN forward arguments pass", "[gdn][validate]") {
   }
 }
 
+TEST_CASE("GDN forward: beta_activation takes 0, 1 or 2", "[gdn][validate]") {
+  ForwardParams p = validParams();
+  for (int a : {0, 1, 2}) {
+    p.beta_activation = a;
+    CHECK(validationError(p) == "<no error>");
+  }
+  for (int a : {-1, 3}) {
+    p.beta_activation = a;
+    CHECK(validationError(p) == P + "beta_activation is " + std::to_string(a) +
+                                    " (0: beta is beta; 1: beta = sigmoid(beta), FLA's use_beta_sigmoid_in_kernel; "
+                                    "2: beta = 2 sigmoid(beta), with allow_neg_eigval)");
+  }
+  // The backward takes the same.
+  BackwardParams b = backwardOf(validParams());
+  b.beta_activation = 5;
+  CHECK(qla::gdn::backwardConfig(b).fwd.betaActivation == 5);
+  CHECK(errorOf([&] { qla::gdn::validateBackward(b); }).find("beta_activation is 5") != std::string::npos);
+  // Where the kernels compute β: BSIG in prepare's, the fused forward's, wy's and the fused backward's specs.
+  qla::gdn::ForwardConfig c;
+  c.betaActivation = 2;
+  CHECK(qla::gdn::prepareKernelSpec(c).defines.at("BSIG") == "2");
+  CHECK(qla::gdn::fusedKernelSpec(c).defines.at("BSIG") == "2");
+  CHECK(qla::gdn::stateKernelSpec(c).defines.count("BSIG") == 0);
+  c.betaActivation = 0;
+  CHECK(qla::gdn::prepareKernelSpec(c).defines.count("BSIG") == 0);
+}
+
 TEST_CASE("GDN forward: dtype errors", "[gdn][validate]") {
   ForwardParams p = validParams();
   SECTION("q") {

@@ -64,6 +64,11 @@ struct ForwardParams {
   std::optional<TensorRef> cu_seqlens;     // [N + 1] int32/int64 offsets; requires B = 1
   double scale = std::numeric_limits<double>::quiet_NaN();  // NaN: K^-0.5
   bool use_qk_l2norm = false;
+  // What beta holds (FLA's use_beta_sigmoid_in_kernel and allow_neg_eigval,
+  // computed in the kernels): 0, β itself; 1, logits b with β = sigmoid(b);
+  // 2, β = 2 sigmoid(b) (the transition's eigenvalues in (-1, 1]). The
+  // backward's dbeta is then dL/db.
+  int beta_activation = 0;
   // Optional host copy of cu_seqlens (N + 1 values): validated (starts at 0,
   // non-decreasing, ends at T), and the cost model plans the split and the V
   // slice for these lengths (without it: for the worst case of the total).
@@ -139,6 +144,7 @@ struct ForwardConfig {
   bool l2norm = false;
   bool initialState = false;
   bool finalState = false;
+  int betaActivation = 0;         // ForwardParams::beta_activation (BSIG in the kernels)
 
   bool operator==(const ForwardConfig &o) const;
   std::string str() const;  // "dtype=bf16 beta=f32 g=f32 K=128 V=128 varlen=0 ..."
@@ -229,6 +235,7 @@ struct BackwardParams {
   std::optional<TensorRef> cu_seqlens;     // as in ForwardParams
   double scale = std::numeric_limits<double>::quiet_NaN();
   bool use_qk_l2norm = false;
+  int beta_activation = 0;                 // as in ForwardParams
   const int64_t *cu_seqlens_host = nullptr;
   CUstream stream = nullptr;
   int64_t segment_chunks = 0;              // for the states' recompute, as in ForwardParams
@@ -298,8 +305,9 @@ KernelSpec dqkKernelSpec(const BackwardConfig &c);
 KernelSpec wyKernelSpec(const BackwardConfig &c);
 KernelSpec finishKernelSpec(const BackwardConfig &c);
 // The fused gradient kernel (c.fused); fusedBackwardEligible: whether it
-// takes c (every configuration now: with bf16 the recompute keeps its hi +
-// lo pairs and the kernel reads their hi parts).
+// takes c (f16 inputs, with or without the L2 norm: with bf16 its T = 1 dk
+// tail misses the bar without hi + lo pairs it lacks; QLA_GDN_BWD_FUSED=all
+// forces it for experiments).
 KernelSpec fusedBackwardKernelSpec(const BackwardConfig &c);
 bool fusedBackwardEligible(const BackwardConfig &c);
 // Every kernel spec backward() may launch for c (the nine above, plus the

@@ -19,7 +19,7 @@
 extern "C" {
 #endif
 
-#define QLA_GDN_ABI_VERSION 4
+#define QLA_GDN_ABI_VERSION 5
 
 /* Dtype codes (the values of qla::DType). */
 enum { QLA_GDN_BF16 = 0, QLA_GDN_F16 = 1, QLA_GDN_F32 = 2, QLA_GDN_I32 = 3, QLA_GDN_I64 = 4 };
@@ -50,6 +50,8 @@ typedef struct qla_gdn_forward_args {
   void *stream;               /* CUstream / cudaStream_t; NULL: the default stream */
   int64_t segment_chunks;     /* context parallelism: 0 the cost model, -1 never, n > 0 segments of n chunks */
   qla_gdn_tensor checkpoints; /* optional out, training mode (ABI 4): f32 of qla_gdn_forward_checkpoint_shape */
+  int32_t beta_activation;    /* (ABI 5) 0: beta is beta; 1: beta = sigmoid(beta); 2: beta = 2 sigmoid(beta) */
+  int32_t reserved5;
 } qla_gdn_forward_args;
 
 /* Specialization selector for qla_gdn_forward_warmup. */
@@ -63,6 +65,7 @@ typedef struct qla_gdn_forward_config {
   int32_t initial_state;  /* 0 or 1 */
   int32_t final_state;    /* 0 or 1 */
   int32_t g_dtype;        /* QLA_GDN_F32 or dtype (ABI 3) */
+  int32_t beta_activation; /* 0, 1 or 2, as in qla_gdn_forward_args (ABI 5) */
 } qla_gdn_forward_config;
 
 /* The backward (qla::gdn::backward): the forward's inputs again, the
@@ -85,6 +88,8 @@ typedef struct qla_gdn_backward_args {
   qla_gdn_tensor dbeta;            /* out [B, T, Hv], the dtype of beta */
   qla_gdn_tensor dh0;              /* optional out [N, Hv, K, V] f32 (requires initial_state) */
   qla_gdn_tensor checkpoints;      /* optional (ABI 4): the forward's, with segment_chunks = the forward's */
+  int32_t beta_activation;         /* (ABI 5) as in the forward: dbeta is then dL/d(the beta given) */
+  int32_t reserved5;
 } qla_gdn_backward_args;
 
 /* Fills `a` with: abi_version, scale = NaN, every tensor absent, no stream. */

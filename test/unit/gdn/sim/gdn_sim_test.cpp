@@ -81,7 +81,9 @@ struct Problem {
   DType dt = DType::F16;
   std::vector<int64_t> offsets;  // varlen when non-empty (B = 1, T = offsets.back())
   bool l2norm = false, h0 = false, dht = false;
-  int fusedBackward = 0;  // 1: QLA_GDN_BWD_FUSED=1 (gdn_bwd_fused.qla)
+  int fusedBackward = 0;  // 1: QLA_GDN_BWD_FUSED=1 (gdn_bwd_fused.qla); 2: =all (bf16 too)
+  int fusedForward = 0;   // ForwardParams::fused (1: gdn_fwd_fused.qla)
+  int betaAct = 0;        // ForwardParams::beta_activation: beta holds logits b, β = betaAct sigmoid(b)
   int64_t N() const { return offsets.empty() ? B : int64_t(offsets.size()) - 1; }
   double scale() const { return 1.0 / std::sqrt(double(K)); }
 };
@@ -97,6 +99,8 @@ struct Data {
 struct Grads {
   std::vector<double> o, ht, dq, dk, dv, dg, dbeta, dh0;
 };
+
+double betaOf(const Problem &pb, double b) { return pb.betaAct ? pb.betaAct / (1.0 + std::exp(-b)) : b; }
 
 Grads reference(const Problem &pb, const Data &d, bool backward = true) {
   const int64_t T = pb.T, Hqk = pb.Hqk, Hv = pb.Hv, K = pb.K, V = pb.V, N = pb.N();
@@ -135,7 +139,7 @@ Grads reference(const Problem &pb, const Data &d, bool backward = true) {
         nk[size_t(s)] = std::sqrt(sk + 1e-6);
         if (pb.l2norm)
           for (int64_t i = 0; i < K; ++i) q[size_t(i)] /= nq[size_t(s)], k[size_t(i)] /= nk[size_t(s)];
-        const double a = std::exp(d.g[gi]), be = d.beta[gi];
+        const double a = std::exp(d.g[gi]), be = betaOf(pb, d.beta[gi]);
         std::vector<double> &P = S[size_t(s)], &Nx = S[size_t(s) + 1];
         std::vector<double> u(static_cast<size_t>(V)), rv(static_cast<size_t>(V));
         for (int64_t j = 0; j < V; ++j) {
@@ -166,7 +170,7 @@ Grads reference(const Problem &pb, const Data &d, bool backward = true) {
                      vi = size_t(((b * T + t) * Hv + hv) * V);
         const std::vector<double> &q = qn[size_t(s)], &k = kn[size_t(s)], &u = uu[size_t(s)], &rv = rr[size_t(s)];
         const std::vector<double> &P = S[size_t(s)], &Nx = S[size_t(s) + 1];
-        const double a = std::exp(d.g[gi]), be = d.beta[gi];
+        const double a = std::exp(d.g[gi]), be = betaOf(pb, d.beta[gi]);
         std::vector<double> dqh(static_cast<size_t>(K), 0.0), dkh(size_t(K), 0.0), du(size_t(V), 0.0);
         for (int64_t i = 0; i < K; ++i)
           for (int64_t j = 0; j < V; ++j) {
@@ -195,7 +199,9 @@ Grads reference(const Problem &pb, const Data &d, bool backward = true) {
         double da = 0;
         for (int64_t i = 0; i < K * V; ++i) da += dSd[size_t(i)] * P[size_t(i)];
         r.dg[gi] = a * da;
-        r.dbeta[gi] = dbe;
+        // dβ/db with β = act sigmoid(b): act s (1 - s).
+        const double sg = 1.0 / (1.0 + std::exp(-d.beta[gi]));
+        r.dbeta[gi] = pb.betaAct ? dbe * pb.betaAct * sg * (1.0 - sg) : dbe;
         for (int64_t i = 0; i < K * V; ++i) dS[size_t(i)] = a * dSd[size_t(i)];
         // Through the L2 norm (x / r, r = sqrt(|x|^2 + eps)): dx = dxh / r - x (x . dxh) / r^3.
         auto back = [&](const std::vector<double> &xh, const std::vector<double> &dxh, double rn,
@@ -243,7 +249,7 @@ Data makeData(const Problem &pb) {
   for (size_t i = 0; i < ng; ++i) {
     const double x = randn(), y = randn();
     d.g[i] = double(float(-std::log1p(std::exp(-x))));  // logsigmoid, as f32
-    d.beta[i] = double(float(1.0 / (1.0 + std::exp(-y))));
+    d.beta[i] = pb.betaAct ? double(float(y)) : double(float(1.0 / (1.0 + std::exp(-y))));  // logits, or β
   }
   d.h0.resize(ns);
   d.dht.resize(ns);
@@ -339,6 +345,8 @@ Errors measure(const Problem &pb, bool skipForward, bool measureOnly) {
   fp.final_state = ht.ref();
   if (!pb.offsets.empty()) fp.cu_seqlens = cu.ref(), fp.cu_seqlens_host = cuHost.data();
   fp.use_qk_l2norm = pb.l2norm;
+  fp.beta_activation = pb.betaAct;
+  fp.fused = pb.fusedForward;
   o.poison(), ht.poison();
   if (!skipForward) {
     Buf ws(qla::gdn::forwardWorkspaceBytes(fp));
@@ -358,11 +366,12 @@ Errors measure(const Problem &pb, bool skipForward, bool measureOnly) {
   if (pb.h0) bp.initial_state = h0.ref(), bp.dh0 = dh0.ref();
   if (!pb.offsets.empty()) bp.cu_seqlens = cu.ref(), bp.cu_seqlens_host = cuHost.data();
   bp.use_qk_l2norm = pb.l2norm;
+  bp.beta_activation = pb.betaAct;
   bp.dout = dout.ref();
   if (pb.dht) bp.dht = dht.ref();
   bp.dq = dq.ref(), bp.dk = dk.ref(), bp.dv = dv.ref(), bp.dg = dg.ref(), bp.dbeta = dbeta.ref();
   dq.poison(), dk.poison(), dv.poison(), dg.poison(), dbeta.poison(), dh0.poison();
-  if (pb.fusedBackward) setenv("QLA_GDN_BWD_FUSED", "1", 1);
+  if (pb.fusedBackward) setenv("QLA_GDN_BWD_FUSED", pb.fusedBackward == 2 ? "all" : "1", 1);
   else unsetenv("QLA_GDN_BWD_FUSED");
   INFO("backward kernels: " << qla::gdn::backwardConfig(bp).str());
   REQUIRE(qla::gdn::backwardConfig(bp).fused == (pb.fusedBackward != 0));
@@ -393,12 +402,14 @@ Errors measure(const Problem &pb, bool skipForward, bool measureOnly) {
 }  // namespace
 
 TEST_CASE("the float64 reference gradients match finite differences", "[gdn][sim]") {
-  for (int variant = 0; variant < 2; ++variant) {
+  for (int variant = 0; variant < 3; ++variant) {
     Problem pb;
-    pb.name = variant ? "fd l2norm h0 dht gva varlen" : "fd plain";
-    pb.K = 3, pb.V = 2, pb.Hqk = 1, pb.Hv = variant ? 2 : 1;
+    pb.name = variant == 2 ? "fd beta = 2 sigmoid(b)" : variant ? "fd l2norm h0 dht gva varlen" : "fd plain";
+    pb.betaAct = variant == 2 ? 2 : 0;
+    pb.K = 3, pb.V = 2, pb.Hqk = 1;
     pb.l2norm = pb.h0 = pb.dht = variant == 1;
-    if (variant) pb.offsets = {0, 2, 5}, pb.T = 5;
+    pb.Hv = variant == 1 ? 2 : 1;
+    if (variant == 1) pb.offsets = {0, 2, 5}, pb.T = 5;
     else pb.T = 4;
     Data d = makeData(pb);
     const Grads r = reference(pb, d);
@@ -453,6 +464,7 @@ TEST_CASE("GDN backward on the simulator: the fused gradient kernel", "[gdn][sim
   pb.name = "fused f16 T=150 K=V=64 h0 dht";
   pb.T = 150;
   pb.h0 = pb.dht = true;
+  pb.fusedForward = 1;
   pb.fusedBackward = 1;
   runCase(pb);
 }
@@ -469,14 +481,36 @@ TEST_CASE("GDN backward on the simulator: the fused gradient kernel, K = V = 128
   runCase(pb);
 }
 
-TEST_CASE("GDN backward on the simulator: the fused gradient kernel, bf16, L2 norm, GVA, varlen", "[gdn][sim][fused]") {
+TEST_CASE("GDN backward on the simulator: the fused gradient kernel, bf16 (forced), L2 norm, GVA, varlen",
+          "[gdn][sim][fused]") {
   Problem pb;
-  pb.name = "fused bf16 varlen [0,1,70,200] Hv=2 l2 h0 dht";
+  // bf16 is not eligible by default (its T = 1 dk tail, below): forced.
+  pb.name = "fused (forced) bf16 varlen [0,1,70,200] Hv=2 l2 h0 dht";
   pb.dt = DType::BF16;
   pb.offsets = {0, 1, 70, 200};
   pb.T = 200;
   pb.Hv = 2;
   pb.l2norm = pb.h0 = pb.dht = true;
+  pb.fusedBackward = 2;
+  runCase(pb);
+}
+
+TEST_CASE("GDN forward and backward on the simulator: beta = sigmoid(b) computed in the kernels", "[gdn][sim]") {
+  Problem pb;
+  pb.name = "beta = sigmoid(b) bf16 T=130 Hv=2 h0";
+  pb.dt = DType::BF16;
+  pb.T = 130;
+  pb.Hv = 2;
+  pb.h0 = true;
+  pb.betaAct = 1;
+  runCase(pb);
+  pb.name = "fused beta = 2 sigmoid(b) f16 T=100 l2";
+  pb.dt = DType::F16;
+  pb.T = 100;
+  pb.Hv = 1;
+  pb.l2norm = true;
+  pb.betaAct = 2;
+  pb.fusedForward = 1;
   pb.fusedBackward = 1;
   runCase(pb);
 }
@@ -493,7 +527,7 @@ TEST_CASE("the backward's error tail at T = 1 on the simulator", "[.tail]") {
     Problem pb;
     pb.name = fused ? "fused" : "six kernels";
     pb.B = 2, pb.T = 1, pb.Hqk = 2, pb.Hv = 4, pb.K = pb.V = 128, pb.dt = DType::BF16, pb.h0 = true;
-    pb.fusedBackward = fused;
+    pb.fusedBackward = fused ? 2 : 0;  // bf16: forced
     std::vector<Errors> all;
     for (int s = 0; s < seeds; ++s) all.push_back(measure(pb, true, true));
     auto stat = [&](double Errors::*f, double bar, const char *name) {
