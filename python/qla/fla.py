@@ -34,8 +34,9 @@ in {64, 128}; g and beta [B, T, Hv] in f32 or q's dtype; a finite scale or
 None; an f32 initial state [N, Hv, K, V]; int32/int64 cu_seqlens with B = 1;
 chunk size 64 (FLA's ``chunk_size`` keyword absent or 64);
 use_beta_sigmoid_in_kernel and allow_neg_eigval (the kernels compute beta);
-none of state_v_first (or the deprecated
-transpose_state_layout), use_gate_in_kernel / A_log / dt_bias, cp_context,
+use_gate_in_kernel with A_log (and dt_bias) of shape [Hv] (the kernels
+compute the gate); none of state_v_first (or the deprecated
+transpose_state_layout), cp_context,
 head_first, nor any keyword QLA does not know. FLA's precomputed helpers of
 cu_seqlens (cu_seqlens_cpu, chunk_indices) are accepted and not used. The
 decision is :func:`check`, a pure function of argument descriptions (dtype
@@ -107,14 +108,14 @@ _INPUT_DTYPES = ("bfloat16", "float16")
 _SHORT = {"bfloat16": "bf16", "float16": "f16", "float32": "f32", "float64": "f64", "int32": "int32",
           "int64": "int64"}
 # FLA keywords (beyond the named parameters) QLA takes, with the values it takes.
-_KW_OK = {"use_gate_in_kernel": lambda x: not x,
+# use_gate_in_kernel, A_log and dt_bias are checked below (the gate's
+# parameters, with Hv known).
+_KW_OK = {"use_gate_in_kernel": lambda x: isinstance(x, bool) or x in (0, 1),
           "chunk_size": lambda x: isinstance(x, int) and not isinstance(x, bool) and x == 64,
-          "A_log": lambda x: x is None,
-          "dt_bias": lambda x: x is None}
+          "A_log": lambda x: True,
+          "dt_bias": lambda x: True}
 _KW_WHY = {"chunk_size": "QLA's chunks are 64 tokens",
-           "use_gate_in_kernel": "QLA takes the log decay g itself and has no in-kernel gate",
-           "A_log": "an in-kernel gate parameter (QLA has no in-kernel gate)",
-           "dt_bias": "an in-kernel gate parameter (QLA has no in-kernel gate)"}
+           "use_gate_in_kernel": "QLA takes use_gate_in_kernel as a bool"}
 
 
 def _d(x: TensorDesc) -> str:
@@ -232,9 +233,28 @@ def check(env: Environment, q, k, v, g, beta, scale=None, initial_state=None, ou
             return False, f"QLA requires initial_state of shape [N, Hv, K, V] = {[N, Hv, K, V]}, got " \
                           f"{_shape(initial_state)}"
 
+    # The in-kernel gate (A_log and dt_bias without it: FLA ignores them, so does QLA).
+    gate = bool(kwargs.get("use_gate_in_kernel", False))
+    A_log, dt_bias = (kwargs.get("A_log"), kwargs.get("dt_bias")) if gate else (None, None)
+    if gate:
+        if A_log is None:
+            return False, "QLA requires A_log with use_gate_in_kernel=True (FLA raises too)"
+        for name, t in (("A_log", A_log), ("dt_bias", dt_bias)):
+            if t is None:
+                continue
+            if not isinstance(t, TensorDesc):
+                return False, f"QLA requires {name} to be a tensor, got {type(t).__name__}"
+            if t.device != q.device:
+                return False, f"QLA requires every tensor on q's device {q.device}, {name} is on {t.device}"
+            if not t.dtype.startswith("float") and t.dtype not in ("bfloat16",):
+                return False, f"QLA requires {name} in a float dtype, got {_d(t)}"
+            if _shape(t) != [Hv]:
+                return False, f"QLA requires {name} of shape [Hv] = {[Hv]}, got {_shape(t)}"
+
     # The backward.
     if env.grad_enabled and not env.has_backward:
-        for name, t in (("q", q), ("k", k), ("v", v), ("g", g), ("beta", beta), ("initial_state", initial_state)):
+        for name, t in (("q", q), ("k", k), ("v", v), ("g", g), ("beta", beta), ("initial_state", initial_state),
+                        ("A_log", A_log), ("dt_bias", dt_bias)):
             if isinstance(t, TensorDesc) and t.requires_grad:
                 return False, f"{name} requires grad but this libqla.so has no backward (qla_gdn_backward)"
     return True, None
@@ -443,11 +463,14 @@ def _make_backend_class(BaseBackend):
                 _log.info("FLA chunk_gated_delta_rule -> QLA (%s)",
                           _summary(q, v, g, beta, initial_state, output_final_state, cu_seqlens,
                                    use_qk_l2norm_in_kernel))
+            gate = bool(kwargs.get("use_gate_in_kernel", False))
             return qla_op(q, k, v, g, beta, scale=scale, initial_state=initial_state,
                           output_final_state=output_final_state, cu_seqlens=cu_seqlens,
                           use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel,
                           use_beta_sigmoid_in_kernel=bool(use_beta_sigmoid_in_kernel),
-                          allow_neg_eigval=bool(allow_neg_eigval))
+                          allow_neg_eigval=bool(allow_neg_eigval), use_gate_in_kernel=gate,
+                          A_log=kwargs.get("A_log") if gate else None,
+                          dt_bias=kwargs.get("dt_bias") if gate else None)
 
     return QLABackend
 

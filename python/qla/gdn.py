@@ -29,7 +29,7 @@ from ._ctensor import Tensor as _Tensor, check as _check, tma_friendly as _tma_f
 __all__ = ["chunk_gated_delta_rule", "warmup", "workspace_bytes"]
 
 _OP = "chunk_gated_delta_rule: "
-_ABI_VERSION = 5
+_ABI_VERSION = 6
 
 
 class _Args(ctypes.Structure):
@@ -51,14 +51,16 @@ class _Args(ctypes.Structure):
         ("segment_chunks", ctypes.c_int64),
         ("checkpoints", _Tensor),
         ("beta_activation", ctypes.c_int32),
-        ("reserved5", ctypes.c_int32),
+        ("use_gate", ctypes.c_int32),
+        ("A_log", _Tensor),
+        ("dt_bias", _Tensor),
     ]
 
 
 class _Config(ctypes.Structure):
     _fields_ = [(n, ctypes.c_int32) for n in ("dtype", "beta_dtype", "k", "v", "varlen", "cu_dtype",
                                               "use_qk_l2norm", "initial_state", "final_state", "g_dtype",
-                                              "beta_activation")]
+                                              "beta_activation", "gate")]
 
 
 class _BwdArgs(ctypes.Structure):
@@ -86,12 +88,16 @@ class _BwdArgs(ctypes.Structure):
         ("dh0", _Tensor),
         ("checkpoints", _Tensor),
         ("beta_activation", ctypes.c_int32),
-        ("reserved5", ctypes.c_int32),
+        ("use_gate", ctypes.c_int32),
+        ("A_log", _Tensor),
+        ("dt_bias", _Tensor),
+        ("dA_log", _Tensor),
+        ("ddt_bias", _Tensor),
     ]
 
 
-assert ctypes.sizeof(_Tensor) == 88 and ctypes.sizeof(_Args) == 928 and ctypes.sizeof(_Config) == 44
-assert ctypes.sizeof(_BwdArgs) == 16 + 16 * 88 + 32
+assert ctypes.sizeof(_Tensor) == 88 and ctypes.sizeof(_Args) == 1104 and ctypes.sizeof(_Config) == 48
+assert ctypes.sizeof(_BwdArgs) == 16 + 20 * 88 + 32
 
 
 def _dtype_code(name: str, dtype) -> int:
@@ -245,7 +251,7 @@ def _new_args(lib, cls, init):
 
 
 def _forward(q, k, v, g, beta, scale, initial_state, output_final_state, cu_seqlens, use_qk_l2norm,
-             segment_chunks=0, keep_checkpoints=False, beta_activation=0):
+             segment_chunks=0, keep_checkpoints=False, beta_activation=0, gate=None):
     """o, final_state (or None), and with keep_checkpoints (training mode)
     the forward's checkpoints and their segment length (None, 0 where the
     forward does not split its sequences: the backward needs nothing else)."""
@@ -275,6 +281,7 @@ def _forward(q, k, v, g, beta, scale, initial_state, output_final_state, cu_seql
     a.use_qk_l2norm = 1 if use_qk_l2norm else 0
     a.segment_chunks = int(segment_chunks)
     a.beta_activation = int(beta_activation)
+    _fill_gate(a, gate)
 
     err = ctypes.create_string_buffer(4096)
     checkpoints, seg = None, 0
@@ -299,7 +306,7 @@ def _forward(q, k, v, g, beta, scale, initial_state, output_final_state, cu_seql
 
 
 def _backward(q, k, v, g, beta, scale, initial_state, cu_seqlens, use_qk_l2norm, segment_chunks, do, dht,
-              checkpoints=None, beta_activation=0):
+              checkpoints=None, beta_activation=0, gate=None):
     """The gradients (dq, dk, dv, dg, dbeta, dh0 or None) of L = <do, o> +
     <dht, final_state> through qla_gdn_backward. checkpoints: the forward's
     (then segment_chunks is the forward's segment length)."""
@@ -349,6 +356,14 @@ def _backward(q, k, v, g, beta, scale, initial_state, cu_seqlens, use_qk_l2norm,
     a.use_qk_l2norm = 1 if use_qk_l2norm else 0
     a.segment_chunks = int(segment_chunks)
     a.beta_activation = int(beta_activation)
+    _fill_gate(a, gate)
+    dA_log = ddt_bias = None
+    if gate is not None:
+        dA_log = torch.empty(gate[0].shape, dtype=torch.float32, device=dev)
+        _fill(a.dA_log, "dA_log", dA_log)
+        if gate[1] is not None:
+            ddt_bias = torch.empty(gate[1].shape, dtype=torch.float32, device=dev)
+            _fill(a.ddt_bias, "ddt_bias", ddt_bias)
     err = ctypes.create_string_buffer(4096)
     nbytes = ctypes.c_size_t(0)
     _check(lib.qla_gdn_backward_workspace_bytes(ctypes.byref(a), ctypes.byref(nbytes), err, len(err)), err)
@@ -357,7 +372,18 @@ def _backward(q, k, v, g, beta, scale, initial_state, cu_seqlens, use_qk_l2norm,
         a.stream = torch.cuda.current_stream(dev).cuda_stream
         _check(lib.qla_gdn_backward(ctypes.byref(a), ctypes.c_void_p(workspace.data_ptr()), nbytes.value, err,
                                     len(err)), err)
-    return dq, dk, dv, dg, dbeta, dh0
+    return dq, dk, dv, dg, dbeta, dh0, dA_log, ddt_bias
+
+
+def _fill_gate(a, gate):
+    """The in-kernel gate's fields of an argument struct: gate is None or
+    (A_log, dt_bias or None), f32 tensors on q's device."""
+    if gate is None:
+        return
+    a.use_gate = 1
+    _fill(a.A_log, "A_log", gate[0])
+    if gate[1] is not None:
+        _fill(a.dt_bias, "dt_bias", gate[1])
 
 
 _function = None
@@ -371,7 +397,8 @@ def _autograd_function():
         class ChunkGatedDeltaRuleFunction(torch.autograd.Function):
             @staticmethod
             def forward(ctx, q, k, v, g, beta, scale, initial_state, output_final_state, cu_seqlens,
-                        use_qk_l2norm, segment_chunks, training, beta_activation):
+                        use_qk_l2norm, segment_chunks, training, beta_activation, use_gate, A_log, dt_bias):
+                gate = (A_log, dt_bias) if use_gate else None
                 ckpt, seg = None, segment_chunks
                 if training:
                     # Training mode: the forward keeps its segment start
@@ -380,24 +407,26 @@ def _autograd_function():
                     o, final_state, ckpt, fseg = _forward(q, k, v, g, beta, scale, initial_state,
                                                           output_final_state, cu_seqlens, use_qk_l2norm,
                                                           segment_chunks, keep_checkpoints=True,
-                                                          beta_activation=beta_activation)
+                                                          beta_activation=beta_activation, gate=gate)
                     if ckpt is not None:
                         seg = fseg
                 else:
                     o, final_state = _forward(q, k, v, g, beta, scale, initial_state, output_final_state,
                                               cu_seqlens, use_qk_l2norm, segment_chunks,
-                                              beta_activation=beta_activation)
-                ctx.save_for_backward(q, k, v, g, beta, initial_state, cu_seqlens, ckpt)
-                ctx.scale, ctx.l2, ctx.seg, ctx.bact = scale, use_qk_l2norm, seg, beta_activation
+                                              beta_activation=beta_activation, gate=gate)
+                ctx.save_for_backward(q, k, v, g, beta, initial_state, cu_seqlens, ckpt, A_log, dt_bias)
+                ctx.scale, ctx.l2, ctx.seg, ctx.bact, ctx.gate = scale, use_qk_l2norm, seg, beta_activation, use_gate
                 return o, final_state
 
             @staticmethod
             def backward(ctx, do, dht):
-                q, k, v, g, beta, initial_state, cu_seqlens, ckpt = ctx.saved_tensors
-                dq, dk, dv, dg, dbeta, dh0 = _backward(q, k, v, g, beta, ctx.scale, initial_state, cu_seqlens,
-                                                       ctx.l2, ctx.seg, do, dht, checkpoints=ckpt,
-                                                       beta_activation=ctx.bact)
-                return dq, dk, dv, dg, dbeta, None, dh0, None, None, None, None, None, None
+                q, k, v, g, beta, initial_state, cu_seqlens, ckpt, A_log, dt_bias = ctx.saved_tensors
+                gate = (A_log, dt_bias) if ctx.gate else None
+                dq, dk, dv, dg, dbeta, dh0, dA_log, ddt_bias = _backward(
+                    q, k, v, g, beta, ctx.scale, initial_state, cu_seqlens, ctx.l2, ctx.seg, do, dht,
+                    checkpoints=ckpt, beta_activation=ctx.bact, gate=gate)
+                return (dq, dk, dv, dg, dbeta, None, dh0, None, None, None, None, None, None, None, dA_log,
+                        ddt_bias)
 
         _function = ChunkGatedDeltaRuleFunction
     return _function
@@ -406,7 +435,8 @@ def _autograd_function():
 def chunk_gated_delta_rule(q, k, v, g, beta, scale: float | None = None, initial_state=None,
                            output_final_state: bool = False, cu_seqlens=None,
                            use_qk_l2norm_in_kernel: bool = False, segment_chunks: int = 0,
-                           use_beta_sigmoid_in_kernel: bool = False, allow_neg_eigval: bool = False):
+                           use_beta_sigmoid_in_kernel: bool = False, allow_neg_eigval: bool = False,
+                           use_gate_in_kernel: bool = False, A_log=None, dt_bias=None):
     """The gated delta rule over chunks of 64 tokens (FLA's function of this name).
 
     q, k: [B, T, Hqk, K] bf16/f16; v: [B, T, Hv, V] (Hv % Hqk == 0; K, V in {64, 128});
@@ -417,6 +447,11 @@ def chunk_gated_delta_rule(q, k, v, g, beta, scale: float | None = None, initial
     use_beta_sigmoid_in_kernel: beta holds logits b and the kernels take
     sigmoid(b) (2 sigmoid(b) with allow_neg_eigval, which, as in FLA, has no
     effect without it); the gradient returned for beta is then dL/db;
+    use_gate_in_kernel: g holds the raw gate input and the kernels take the
+    log decay -exp(A_log) * softplus(g + dt_bias) (FLA's in-kernel gate;
+    softplus(u) = u above 20); A_log [Hv] is required with it, dt_bias [Hv]
+    optional, both taken in f32 (a cast is part of the graph), and the
+    backward gives their gradients and g's (the raw input's);
     segment_chunks (not in FLA's signature): context parallelism, 0 lets the
     cost model decide, -1 never splits, n > 0 cuts long sequences into
     segments of n chunks of 64 tokens (the result is the same either way, to
@@ -432,18 +467,28 @@ def chunk_gated_delta_rule(q, k, v, g, beta, scale: float | None = None, initial
     """
     import torch
 
+    if use_gate_in_kernel:
+        if A_log is None:
+            raise QlaError(f"{_OP}use_gate_in_kernel=True needs A_log ([Hv]: the log decay is "
+                           "-exp(A_log) * softplus(g + dt_bias))")
+        A_log = _as_tensor("A_log", A_log, q.device if isinstance(q, torch.Tensor) else None).float().contiguous()
+        if dt_bias is not None:
+            dt_bias = _as_tensor("dt_bias", dt_bias, A_log.device).float().contiguous()
+    elif A_log is not None or dt_bias is not None:
+        raise QlaError(f"{_OP}A_log and dt_bias are the in-kernel gate's parameters: they need "
+                       "use_gate_in_kernel=True")
     training = torch.is_grad_enabled() and any(
-        isinstance(t, torch.Tensor) and t.requires_grad for t in (q, k, v, g, beta, initial_state))
+        isinstance(t, torch.Tensor) and t.requires_grad for t in (q, k, v, g, beta, initial_state, A_log, dt_bias))
     beta_activation = (2 if allow_neg_eigval else 1) if use_beta_sigmoid_in_kernel else 0
     return _autograd_function().apply(q, k, v, g, beta, scale, initial_state, bool(output_final_state), cu_seqlens,
                                       bool(use_qk_l2norm_in_kernel), int(segment_chunks), training,
-                                      beta_activation)
+                                      beta_activation, bool(use_gate_in_kernel), A_log, dt_bias)
 
 
 def warmup(dtype=None, K: int = 128, V: int = 128, beta_dtype=None, varlen: bool = False, cu_dtype=None,
            use_qk_l2norm: bool = False, initial_state: bool = False, output_final_state: bool = False,
            g_dtype=None, backward: bool = False, dht: bool = False, use_beta_sigmoid_in_kernel: bool = False,
-           allow_neg_eigval: bool = False) -> None:
+           allow_neg_eigval: bool = False, use_gate_in_kernel: bool = False, dt_bias: bool = True) -> None:
     """Compiles (and loads into the current CUDA context) the kernels one call
     configuration needs, so that a later call may be captured in a CUDA graph.
     dtype: torch.bfloat16 (default) or torch.float16; beta_dtype and g_dtype:
@@ -465,6 +510,7 @@ def warmup(dtype=None, K: int = 128, V: int = 128, beta_dtype=None, varlen: bool
     c.final_state = 1 if output_final_state else 0
     c.g_dtype = _dtype_code("g_dtype", "f32" if g_dtype is None else g_dtype)
     c.beta_activation = (2 if allow_neg_eigval else 1) if use_beta_sigmoid_in_kernel else 0
+    c.gate = (1 if dt_bias else 2) if use_gate_in_kernel else 0
     err = ctypes.create_string_buffer(65536)
     _check(_lib().qla_gdn_forward_warmup(ctypes.byref(c), err, len(err)), err)
     if backward:

@@ -71,17 +71,12 @@ OUT_OF_SCOPE = {
     "test_flash_qla_sm120_flag_is_exact_capability": "FLA's SM120 device flag (no op call)",
 }
 
-_GATE = ("use_gate_in_kernel=True with A_log/dt_bias: g is the raw gate input (QLA takes the log decay g itself; "
-         "it has no in-kernel gate)")
 _VFIRST = "state_v_first=True: [V, K] state layout (QLA's states are [K, V])"
 
 # Chunk tests whose every case uses an option QLA does not take.
 FEATURE_OUT = {
     "test_chunk_state_v_first": _VFIRST,
     "test_flash_qla_chunk_state_v_first": _VFIRST,
-    "test_chunk_gate_in_kernel": _GATE,
-    "test_chunk_gate_in_kernel_gqa": _GATE,
-    "test_chunk_gate_in_kernel_varlen": _GATE,
 }
 
 # Chunk tests reviewed case by case (the parameter checks below apply).
@@ -98,6 +93,8 @@ REVIEWED = {
 }
 REVIEWED.update({name: dict() for name in FEATURE_OUT})
 REVIEWED["test_chunk_beta_sigmoid_in_kernel"] = dict()  # use_beta_sigmoid_in_kernel, allow_neg_eigval: taken
+for _name in ("test_chunk_gate_in_kernel", "test_chunk_gate_in_kernel_gqa", "test_chunk_gate_in_kernel_varlen"):
+    REVIEWED[_name] = dict()  # use_gate_in_kernel with A_log / dt_bias: taken
 REVIEWED["test_flash_qla_chunk_state_v_first"] = dict(dtype="bfloat16")
 
 FLASH_QLA_TESTS = ("test_flash_qla_chunk", "test_flash_qla_chunk_varlen", "test_flash_qla_chunk_state_v_first",
@@ -167,11 +164,10 @@ class QlaOp:
             refused.append("state_v_first=True")
         if cp_context is not None:
             refused.append("cp_context (FLA's context parallelism)")
-        if kwargs.pop("use_gate_in_kernel", False):
-            refused.append("use_gate_in_kernel=True")
-        for name in ("A_log", "dt_bias"):
-            if kwargs.pop(name, None) is not None:
-                refused.append(name)
+        gate = bool(kwargs.pop("use_gate_in_kernel", False))
+        A_log, dt_bias = kwargs.pop("A_log", None), kwargs.pop("dt_bias", None)
+        if not gate:  # FLA ignores them without the gate
+            A_log = dt_bias = None
         chunk_size = kwargs.pop("chunk_size", 64)
         if chunk_size != 64:
             refused.append(f"chunk_size={chunk_size}")
@@ -190,7 +186,8 @@ class QlaOp:
                            output_final_state=output_final_state, cu_seqlens=cu_seqlens,
                            use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel, segment_chunks=self.segment_chunks,
                            use_beta_sigmoid_in_kernel=use_beta_sigmoid_in_kernel,
-                           allow_neg_eigval=allow_neg_eigval)
+                           allow_neg_eigval=allow_neg_eigval, use_gate_in_kernel=gate, A_log=A_log,
+                           dt_bias=dt_bias)
 
 
 # ----------------------------------------------------------------------------

@@ -187,9 +187,19 @@ def contract():
         ("chunk_size=32", E(), change(base, chunk_size=32), False, "chunk_size=32"),
         ("chunk_size=16", E(), change(base, chunk_size=16), False, "64 tokens"),
         ("use_gate_in_kernel=True with A_log", E(), change(base, use_gate_in_kernel=True, A_log=T("float32", (4,))),
-         False, "use_gate_in_kernel"),
-        ("A_log given", E(), change(base, A_log=T("float32", (4,))), False, "A_log"),
-        ("dt_bias given", E(), change(base, dt_bias=T("float32", (4,))), False, "dt_bias"),
+         True, None),
+        ("use_gate_in_kernel=True with A_log and dt_bias", E(),
+         change(base, use_gate_in_kernel=True, A_log=T("float32", (4,)), dt_bias=T("float32", (4,))), True, None),
+        ("use_gate_in_kernel=True without A_log", E(), change(base, use_gate_in_kernel=True), False,
+         "A_log with use_gate_in_kernel"),
+        ("use_gate_in_kernel=True, A_log per v-head of another count", E(),
+         change(base, use_gate_in_kernel=True, A_log=T("float32", (8,))), False, "A_log of shape [Hv]"),
+        ("use_gate_in_kernel=True, dt_bias on another GPU", E(),
+         change(base, use_gate_in_kernel=True, A_log=T("float32", (4,)), dt_bias=T("float32", (4,), "cuda:1")),
+         False, "dt_bias is on cuda:1"),
+        ("A_log given without the gate (FLA ignores it)", E(), change(base, A_log=T("float32", (4,))), True, None),
+        ("dt_bias given without the gate (FLA ignores it)", E(), change(base, dt_bias=T("float32", (4,))), True,
+         None),
         ("use_beta_sigmoid_in_kernel=True", E(), change(base, use_beta_sigmoid_in_kernel=True), True, None),
         ("use_beta_sigmoid_in_kernel=True, allow_neg_eigval=True", E(),
          change(base, use_beta_sigmoid_in_kernel=True, allow_neg_eigval=True), True, None),
@@ -441,11 +451,13 @@ out("added", sorted(set(types(reg)) - set(own)))
 out("first", [b.backend_type for b in reg._get_sorted_backends() if hasattr(b, "chunk_gated_delta_rule")][:1])
 be = F._backend_object()
 out("is_enabled", (type(be).is_enabled(), be.is_enabled()))
+alog, dtb = T((4,), torch.float32), T((4,), torch.float32)
 out("kw", op(q=q, k=k, v=v, g=g, beta=beta, initial_state=h0, output_final_state=True, chunk_size=64,
-            use_beta_sigmoid_in_kernel=True, allow_neg_eigval=True)[0])
-out("kw_args", sorted(seen[-1].items()) == sorted(dict(scale=None, initial_state=h0, output_final_state=True,
-    cu_seqlens=None, use_qk_l2norm_in_kernel=False, use_beta_sigmoid_in_kernel=True,
-    allow_neg_eigval=True).items()))
+            use_beta_sigmoid_in_kernel=True, allow_neg_eigval=True, use_gate_in_kernel=True, A_log=alog,
+            dt_bias=dtb)[0])
+out("kw_args", sorted(seen[-1].items(), key=lambda kv: kv[0]) == sorted(dict(scale=None, initial_state=h0,
+    output_final_state=True, cu_seqlens=None, use_qk_l2norm_in_kernel=False, use_beta_sigmoid_in_kernel=True,
+    allow_neg_eigval=True, use_gate_in_kernel=True, A_log=alog, dt_bias=dtb).items(), key=lambda kv: kv[0]))
 cu = T((3,), torch.int32)
 out("pos", op(q, k, v, g, beta, 0.5, None, False, True, False, False, False, cu)[0])
 out("pos_args", seen[-1]["scale"] == 0.5 and seen[-1]["use_qk_l2norm_in_kernel"] is True and seen[-1]["cu_seqlens"] is cu)
@@ -655,10 +667,10 @@ def dispatch_release(release, lib, tally):
             ("added", "['qla']", "enable() adds backend 'qla' to it (twice: once), FLA's own backends stay"),
             ("first", "['qla']", "'qla' is the first backend of chunk_gated_delta_rule (priority 1)"),
             ("is_enabled", "(True, True)", "the backend's is_enabled() on the class and on the instance"),
-            ("kw", "qla", "keyword call inside the contract (h0, ht, chunk_size=64, beta sigmoid, neg eigval) -> "
-                   "QLA's op"),
+            ("kw", "qla", "keyword call inside the contract (h0, ht, chunk_size=64, beta sigmoid, neg eigval, "
+                   "in-kernel gate) -> QLA's op"),
             ("kw_args", "True", "QLA's op gets scale, initial_state, output_final_state, cu_seqlens, l2norm, "
-                                "use_beta_sigmoid_in_kernel, allow_neg_eigval"),
+                                "use_beta_sigmoid_in_kernel, allow_neg_eigval, use_gate_in_kernel, A_log, dt_bias"),
             ("pos", "qla", "positional call (scale, l2norm, cu_seqlens in FLA's order) -> QLA's op"),
             ("pos_args", "True", "positional arguments reach QLA's op by name"),
             ("served", "2", "counters()['served'] counts them"),

@@ -48,6 +48,8 @@ std::vector<op::NamedTensor> namedTensors(const ForwardParams &p, const char *oN
   if (p.final_state) v.push_back({"final_state", view(*p.final_state), true});
   if (p.cu_seqlens) v.push_back({"cu_seqlens", view(*p.cu_seqlens), false});
   if (p.checkpoints) v.push_back({"checkpoints", view(*p.checkpoints), true});
+  if (p.A_log) v.push_back({"A_log", view(*p.A_log), false});
+  if (p.dt_bias) v.push_back({"dt_bias", view(*p.dt_bias), false});
   return v;
 }
 
@@ -180,6 +182,8 @@ uint32_t configKey(const ForwardConfig &c) {
   put(c.initialState, 1);
   put(c.finalState, 1);
   put(uint32_t(c.betaActivation) & 3u, 2);
+  put(c.gate, 1);
+  put(c.gateBias, 1);
   return k;
 }
 
@@ -479,6 +483,8 @@ void validate(const ForwardParams &p, const char *oName) {
            "-byte aligned");
   }
 
+  validateGate(p);
+
   // Outputs: no element written twice, no overlap with any other argument.
   op::checkNoSelfOverlap(oName, view(p.o));
   if (p.final_state) op::checkNoSelfOverlap("final_state", view(*p.final_state));
@@ -539,7 +545,7 @@ std::vector<int64_t> forwardCheckpointShape(const ForwardParams &p, int64_t *seg
     ForwardParams q = p;
     q.checkpoints.reset();
     validateAll(q);
-    return checkpointShape(q, segmentChunks);
+    return checkpointShape(q.use_gate ? gatedPart(q, q.g.data) : q, segmentChunks);
   });
 }
 
@@ -562,10 +568,16 @@ size_t forwardWorkspaceBytes(DType dtype, int64_t B, int64_t T, int64_t Hv, int6
   return workspaceLayout(dtype, ForwardShape{B, T, Hv, K, V, numSequences, 0, 0, {}}, segmentChunks).total;
 }
 
+// With the in-kernel gate: its scratch, then the operator's on its output.
+static size_t totalWorkspaceBytes(const ForwardParams &p) {
+  if (!p.use_gate) return workspaceBytesOf(p);
+  return gateWorkspaceBytes(p.g, false) + workspaceBytesOf(gatedPart(p, p.g.data));
+}
+
 size_t forwardWorkspaceBytes(const ForwardParams &p) {
   return guarded([&] {
     validateAll(p);
-    return workspaceBytesOf(p);
+    return totalWorkspaceBytes(p);
   });
 }
 
@@ -582,6 +594,8 @@ ForwardConfig forwardConfig(const ForwardParams &p) {
   c.initialState = p.initial_state.has_value();
   c.finalState = p.final_state.has_value();
   c.betaActivation = p.beta_activation;
+  c.gate = p.use_gate;
+  c.gateBias = p.use_gate && p.dt_bias.has_value();
   return c;
 }
 
@@ -595,6 +609,7 @@ std::string ForwardConfig::str() const {
   if (varlen) s << " cu=" << dtypeName(cuDtype);
   s << " l2norm=" << l2norm << " initial_state=" << initialState << " final_state=" << finalState;
   if (betaActivation) s << " beta_activation=" << betaActivation;
+  if (gate) s << " gate=1 dt_bias=" << gateBias;
   return s.str();
 }
 
@@ -733,8 +748,14 @@ void detail::checkConfig(const ForwardConfig &c) {
 
 namespace {
 
-void warmupConfig(const ForwardConfig &c, bool loadOnGpu) {
-  checkConfig(c);
+void warmupConfig(const ForwardConfig &cIn, bool loadOnGpu) {
+  checkConfig(cIn);
+  if (cIn.gate) {  // the gate's first pass, then the rest on its f32 output
+    op::KernelSlot &g = registry().slot(opSpec(gateKernelSpec(cIn, 0)));
+    compiled(g);
+    if (loadOnGpu && rt::gpuAvailable()) registry().loaded(g, op::currentOrPrimaryContext());
+  }
+  const ForwardConfig c = ungated(cIn);
   ConfigKernels ck = kernelsFor(c);
   const std::initializer_list<op::KernelSlot *> slots = {ck.prepare, ck.state,      ck.segment,    ck.merge,
                                                           ck.fused,   ck.fusedSlice, ck.fusedPass1, ck.tmat};
@@ -747,6 +768,8 @@ void warmupConfig(const ForwardConfig &c, bool loadOnGpu) {
 
 LaunchPlan makeLaunchPlan(const ForwardParams &p, void *workspace, size_t workspaceBytes) {
   validateAll(p);
+  if (p.use_gate)
+    fail("planForward does not plan the in-kernel gate (use_gate): plan the call on the gate's output instead");
   const WorkspaceLayout l = layoutOf(p);
   checkWorkspace(p, l, workspace, workspaceBytes);
   Plan plan = buildPlan(p, l, workspace);
@@ -836,7 +859,19 @@ LaunchPlan planForward(const ForwardParams &p, void *workspace, size_t workspace
 }
 
 void forward(const ForwardParams &p, void *workspace, size_t workspaceBytes) {
-  guarded([&] { launchForward(p, workspace, workspaceBytes); });
+  guarded([&] {
+    if (!p.use_gate) {
+      launchForward(p, workspace, workspaceBytes);
+      return;
+    }
+    validateAll(p);
+    op::checkWorkspace(workspace, workspaceBytes, totalWorkspaceBytes(p), namedTensors(p, "o"));
+    launchGatedForward(p, workspace, workspaceBytes);
+  });
+}
+
+void detail::launchForwardImpl(const ForwardParams &p, void *workspace, size_t workspaceBytes) {
+  launchForward(p, workspace, workspaceBytes);
 }
 
 }  // namespace qla::gdn

@@ -79,6 +79,9 @@ ForwardParams forwardPart(const BackwardParams &p) {
   f.scale = p.scale;
   f.use_qk_l2norm = p.use_qk_l2norm;
   f.beta_activation = p.beta_activation;
+  f.use_gate = p.use_gate;
+  f.A_log = p.A_log;
+  f.dt_bias = p.dt_bias;
   f.cu_seqlens_host = p.cu_seqlens_host;
   f.stream = p.stream;
   f.segment_chunks = p.segment_chunks;
@@ -108,6 +111,10 @@ std::vector<op::NamedTensor> namedTensors(const BackwardParams &p) {
   v.push_back({"dg", view(p.dg), true});
   v.push_back({"dbeta", view(p.dbeta), true});
   if (p.dh0) v.push_back({"dh0", view(*p.dh0), true});
+  if (p.A_log) v.push_back({"A_log", view(*p.A_log), false});
+  if (p.dt_bias) v.push_back({"dt_bias", view(*p.dt_bias), false});
+  if (p.dA_log) v.push_back({"dA_log", view(*p.dA_log), true});
+  if (p.ddt_bias) v.push_back({"ddt_bias", view(*p.ddt_bias), true});
   return v;
 }
 
@@ -143,6 +150,18 @@ void validate(const BackwardParams &p) {
                                 {"dbeta", &p.dbeta}})
     op::checkNoSelfOverlap(name, view(*t));
   if (p.dh0) op::checkNoSelfOverlap("dh0", view(*p.dh0));
+  // The in-kernel gate's parameters' gradients.
+  if (p.dA_log) {
+    if (!p.use_gate) fail("dA_log is given but use_gate is off (dA_log is the in-kernel gate's A_log's gradient)");
+    checkTensor("dA_log", *p.dA_log, DType::F32, "", {Hv}, "[Hv]", false);
+    op::checkNoSelfOverlap("dA_log", view(*p.dA_log));
+  }
+  if (p.ddt_bias) {
+    if (!p.use_gate || !p.dt_bias)
+      fail("ddt_bias is given but dt_bias is not (ddt_bias is the in-kernel gate's dt_bias's gradient)");
+    checkTensor("ddt_bias", *p.ddt_bias, DType::F32, "", {Hv}, "[Hv]", false);
+    op::checkNoSelfOverlap("ddt_bias", view(*p.ddt_bias));
+  }
   if (p.checkpoints) {
     // The forward's segment start states: its split, given again as
     // segment_chunks, fixes their count.
@@ -452,15 +471,38 @@ void validateBackward(const BackwardParams &p) {
   guarded([&] { validate(p); });
 }
 
+// With the in-kernel gate: its scratch, then the operator's on its output
+// (g and dg f32, the shapes unchanged).
+static size_t totalWorkspaceBytes(const BackwardParams &p) {
+  if (!p.use_gate) return layoutOf(p).total;
+  BackwardParams q = p;
+  q.g.dtype = DType::F32;
+  q.dg.dtype = DType::F32;
+  q.use_gate = false;
+  return gateWorkspaceBytes(p.g, true) + layoutOf(q).total;
+}
+
 size_t backwardWorkspaceBytes(const BackwardParams &p) {
   return guarded([&] {
     validate(p);
-    return layoutOf(p).total;
+    return totalWorkspaceBytes(p);
   });
 }
 
 void backward(const BackwardParams &p, void *workspace, size_t workspaceBytes) {
-  guarded([&] { launchBackward(p, workspace, workspaceBytes); });
+  guarded([&] {
+    if (!p.use_gate) {
+      launchBackward(p, workspace, workspaceBytes);
+      return;
+    }
+    validate(p);
+    op::checkWorkspace(workspace, workspaceBytes, totalWorkspaceBytes(p), namedTensors(p));
+    launchGatedBackward(p, workspace, workspaceBytes);
+  });
+}
+
+void detail::launchBackwardImpl(const BackwardParams &p, void *workspace, size_t workspaceBytes) {
+  launchBackward(p, workspace, workspaceBytes);
 }
 
 BackwardConfig backwardConfig(const BackwardParams &p) {
@@ -608,11 +650,16 @@ std::vector<KernelSpec> backwardKernelSpecs(const BackwardConfig &c) {
           finishKernelSpec(c)};
 }
 
-void warmupBackward(const BackwardConfig &c, bool loadOnGpu) {
+void warmupBackward(const BackwardConfig &cIn, bool loadOnGpu) {
   guarded([&] {
-    checkConfig(c.fwd);
+    checkConfig(cIn.fwd);
+    // With the in-kernel gate: its three passes, and the rest on its f32 output.
+    BackwardConfig c = cIn;
+    c.fwd = ungated(cIn.fwd);
     // Both V slices of the dh kernel (backwardConfig picks one per call).
     std::vector<op::KernelSlot *> slots = all(kernelsFor(c));
+    if (cIn.fwd.gate)
+      for (int pass : {0, 1, 2}) slots.push_back(&registry().slot(opSpec(gateKernelSpec(cIn.fwd, pass))));
     for (int bv : {32, 64}) {
       if (bv == c.dhBv || bv > c.fwd.V) continue;
       BackwardConfig o = c;

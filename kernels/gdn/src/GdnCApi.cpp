@@ -55,6 +55,9 @@ qla::gdn::ForwardParams paramsOf(const qla_gdn_forward_args *a) {
   p.segment_chunks = a->segment_chunks;
   p.checkpoints = optionalOf("checkpoints", a->checkpoints);
   p.beta_activation = a->beta_activation;
+  p.use_gate = a->use_gate != 0;
+  p.A_log = optionalOf("A_log", a->A_log);
+  p.dt_bias = optionalOf("dt_bias", a->dt_bias);
   return p;
 }
 
@@ -86,6 +89,11 @@ qla::gdn::BackwardParams backwardParamsOf(const qla_gdn_backward_args *a) {
   p.dh0 = optionalOf("dh0", a->dh0);
   p.checkpoints = optionalOf("checkpoints", a->checkpoints);
   p.beta_activation = a->beta_activation;
+  p.use_gate = a->use_gate != 0;
+  p.A_log = optionalOf("A_log", a->A_log);
+  p.dt_bias = optionalOf("dt_bias", a->dt_bias);
+  p.dA_log = optionalOf("dA_log", a->dA_log);
+  p.ddt_bias = optionalOf("ddt_bias", a->ddt_bias);
   return p;
 }
 
@@ -98,6 +106,9 @@ qla::gdn::ForwardConfig configOf(const qla_gdn_forward_config *c) {
   if (c->beta_activation < 0 || c->beta_activation > 2)
     fail("beta_activation is " + std::to_string(c->beta_activation) + " (0, 1 or 2)");
   fc.betaActivation = c->beta_activation;
+  if (c->gate < 0 || c->gate > 2) fail("gate is " + std::to_string(c->gate) + " (0, 1 or 2)");
+  fc.gate = c->gate != 0;
+  fc.gateBias = c->gate == 1;
   fc.K = c->k;
   fc.V = c->v;
   fc.varlen = c->varlen != 0;

@@ -80,6 +80,19 @@ const JitKernel &compiled(op::KernelSlot &s);
 // Kernel tensor names -> the names the caller knows.
 const op::ArgNames &userNames();
 
+// The in-kernel gate (GdnGate.cpp): its arguments' checks (part of
+// validate), the forward's arguments on the gate's output (g f32, no gate),
+// the scratch in front of the operator's, and the gated launches, which run
+// the ungated ones (launchForwardImpl, launchBackwardImpl) on the rest of
+// the workspace.
+void validateGate(const ForwardParams &p);
+ForwardParams gatedPart(const ForwardParams &p, void *logDecay);
+size_t gateWorkspaceBytes(const TensorRef &g, bool backward);
+void launchGatedForward(const ForwardParams &p, void *workspace, size_t workspaceBytes);
+void launchGatedBackward(const BackwardParams &p, void *workspace, size_t workspaceBytes);
+void launchForwardImpl(const ForwardParams &p, void *workspace, size_t workspaceBytes);
+void launchBackwardImpl(const BackwardParams &p, void *workspace, size_t workspaceBytes);
+
 // The forward kernels' argument lists (KERNELS.md).
 op::Signature prepareSignature(const ForwardConfig &c);
 op::Signature stateSignature(const ForwardConfig &c);

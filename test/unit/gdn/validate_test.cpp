@@ -118,6 +118,56 @@ TEST_CASE("GDN forward: beta_activation takes 0, 1 or 2", "[gdn][validate]") {
   CHECK(qla::gdn::prepareKernelSpec(c).defines.count("BSIG") == 0);
 }
 
+TEST_CASE("GDN forward and backward: the in-kernel gate's arguments", "[gdn][validate]") {
+  const Shape sh;  // Hv = 8
+  ForwardParams p = validParams(sh);
+  const TensorRef alog{fakePtr(30), DType::F32, {sh.Hv}, {}}, dtb{fakePtr(31), DType::F32, {sh.Hv}, {}};
+  const size_t plain = qla::gdn::forwardWorkspaceBytes(p);
+  p.use_gate = true;
+  CHECK(validationError(p) == P + "use_gate needs A_log ([Hv] f32: g = -exp(A_log) softplus(g_raw + dt_bias))");
+  p.A_log = alog;
+  CHECK(validationError(p) == "<no error>");
+  p.dt_bias = dtb;
+  CHECK(validationError(p) == "<no error>");
+  // Its scratch (the log decay, f32 [B, T, Hv]) in front of the operator's.
+  CHECK(qla::gdn::forwardWorkspaceBytes(p) >= plain + size_t(sh.B * sh.T * sh.Hv) * 4);
+  p.A_log = TensorRef{fakePtr(30), DType::BF16, {sh.Hv}, {}};
+  CHECK(validationError(p) == P + "A_log has dtype bf16; expected f32");
+  p.A_log = TensorRef{fakePtr(30), DType::F32, {sh.Hv / 2}, {}};
+  CHECK(validationError(p) == P + "A_log has shape [4]; expected [Hv] = [8]");
+  p.A_log = alog;
+  p.dt_bias = TensorRef{fakePtr(31), DType::F32, {sh.Hv, 1}, {}};
+  CHECK(validationError(p).find(P + "dt_bias") == 0);
+  p.use_gate = false;
+  p.dt_bias.reset();
+  CHECK(validationError(p) == P + "A_log is given but use_gate is off (A_log is the in-kernel gate's parameter)");
+  // A gated call is planned on the gate's output, not by planForward.
+  p.use_gate = true;
+  CHECK(errorOf([&] { qla::gdn::planForward(p, fakeWorkspace(), 1 << 30); }).find("planForward does not plan") !=
+        std::string::npos);
+
+  BackwardParams b = backwardOf(validParams(sh));
+  b.dA_log = TensorRef{fakePtr(32), DType::F32, {sh.Hv}, {}};
+  CHECK(errorOf([&] { qla::gdn::validateBackward(b); }) ==
+        P + "dA_log is given but use_gate is off (dA_log is the in-kernel gate's A_log's gradient)");
+  b.use_gate = true;
+  b.A_log = alog;
+  CHECK(errorOf([&] { qla::gdn::validateBackward(b); }) == "<no error>");
+  b.ddt_bias = TensorRef{fakePtr(33), DType::F32, {sh.Hv}, {}};
+  CHECK(errorOf([&] { qla::gdn::validateBackward(b); }) ==
+        P + "ddt_bias is given but dt_bias is not (ddt_bias is the in-kernel gate's dt_bias's gradient)");
+  b.dt_bias = dtb;
+  CHECK(errorOf([&] { qla::gdn::validateBackward(b); }) == "<no error>");
+  // The gate's kernel specializations.
+  qla::gdn::ForwardConfig c;
+  c.gDtype = DType::BF16;
+  c.gate = true;
+  c.gateBias = true;
+  CHECK(qla::gdn::gateKernelSpec(c, 1).str() == "gdn_gate.qla -D GT=bf16 -D HAS_DTB=1 -D PASS=1");
+  CHECK(qla::gdn::ungated(c).gDtype == DType::F32);
+  CHECK(!qla::gdn::ungated(c).gate);
+}
+
 TEST_CASE("GDN forward: dtype errors", "[gdn][validate]") {
   ForwardParams p = validParams();
   SECTION("q") {

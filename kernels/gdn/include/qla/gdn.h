@@ -69,6 +69,12 @@ struct ForwardParams {
   // 2, β = 2 sigmoid(b) (the transition's eigenvalues in (-1, 1]). The
   // backward's dbeta is then dL/db.
   int beta_activation = 0;
+  // FLA's use_gate_in_kernel: g holds the raw gate input and the log decay
+  // is −exp(A_log) softplus(g + dt_bias) (softplus(u) = u for u > 20),
+  // computed by gdn_gate.qla before the other kernels. A_log: [Hv] f32,
+  // required with it; dt_bias: optional [Hv] f32. Neither without it.
+  bool use_gate = false;
+  std::optional<TensorRef> A_log, dt_bias;
   // Optional host copy of cu_seqlens (N + 1 values): validated (starts at 0,
   // non-decreasing, ends at T), and the cost model plans the split and the V
   // slice for these lengths (without it: for the worst case of the total).
@@ -145,6 +151,10 @@ struct ForwardConfig {
   bool initialState = false;
   bool finalState = false;
   int betaActivation = 0;         // ForwardParams::beta_activation (BSIG in the kernels)
+  // ForwardParams::use_gate (gdn_gate.qla first; gDtype is then the raw g's,
+  // the other kernels take the gate's f32 output) and whether dt_bias is given.
+  bool gate = false;
+  bool gateBias = false;
 
   bool operator==(const ForwardConfig &o) const;
   std::string str() const;  // "dtype=bf16 beta=f32 g=f32 K=128 V=128 varlen=0 ..."
@@ -175,6 +185,13 @@ KernelSpec fusedKernelSpec(const ForwardConfig &c, int64_t bv = 0);  // DT BT GT
 // the fused kernel then does for the sequences the split cuts.
 KernelSpec fusedPass1KernelSpec(const ForwardConfig &c);  // DT GT CT DK DV VARLEN L2NORM HAS_H0
 KernelSpec tmatKernelSpec(const ForwardConfig &c);        // prepare's constants and OUT_T=1
+// The in-kernel gate (c.gate): pass 0 the log decay (forward, the backward's
+// recompute), 1 the raw input's gradient and per-block partial sums, 2 their
+// sums (dA_log, ddt_bias).
+KernelSpec gateKernelSpec(const ForwardConfig &c, int pass);  // GT HAS_DTB PASS
+// c without the gate: what the other kernels of a gated call are compiled
+// for (g is the gate's f32 output).
+ForwardConfig ungated(const ForwardConfig &c);
 
 // The .qla sources embedded at build time (file name → source).
 const std::vector<std::pair<std::string, std::string>> &embeddedKernelSources();
@@ -236,6 +253,8 @@ struct BackwardParams {
   double scale = std::numeric_limits<double>::quiet_NaN();
   bool use_qk_l2norm = false;
   int beta_activation = 0;                 // as in ForwardParams
+  bool use_gate = false;                   // as in ForwardParams (dg is then dL/d of the raw g)
+  std::optional<TensorRef> A_log, dt_bias; // as in ForwardParams
   const int64_t *cu_seqlens_host = nullptr;
   CUstream stream = nullptr;
   int64_t segment_chunks = 0;              // for the states' recompute, as in ForwardParams
@@ -253,6 +272,8 @@ struct BackwardParams {
   TensorRef dg;                            // out [B, T, Hv], the dtype of g
   TensorRef dbeta;                         // out [B, T, Hv], the dtype of beta
   std::optional<TensorRef> dh0;            // out [N, Hv, K, V] f32; requires initial_state
+  std::optional<TensorRef> dA_log;         // out [Hv] f32; requires use_gate
+  std::optional<TensorRef> ddt_bias;       // out [Hv] f32; requires use_gate and dt_bias
 };
 
 // Host-side checks of every argument (the forward's contract for the inputs;

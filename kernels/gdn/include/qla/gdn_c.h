@@ -19,7 +19,7 @@
 extern "C" {
 #endif
 
-#define QLA_GDN_ABI_VERSION 5
+#define QLA_GDN_ABI_VERSION 6
 
 /* Dtype codes (the values of qla::DType). */
 enum { QLA_GDN_BF16 = 0, QLA_GDN_F16 = 1, QLA_GDN_F32 = 2, QLA_GDN_I32 = 3, QLA_GDN_I64 = 4 };
@@ -51,7 +51,10 @@ typedef struct qla_gdn_forward_args {
   int64_t segment_chunks;     /* context parallelism: 0 the cost model, -1 never, n > 0 segments of n chunks */
   qla_gdn_tensor checkpoints; /* optional out, training mode (ABI 4): f32 of qla_gdn_forward_checkpoint_shape */
   int32_t beta_activation;    /* (ABI 5) 0: beta is beta; 1: beta = sigmoid(beta); 2: beta = 2 sigmoid(beta) */
-  int32_t reserved5;
+  int32_t use_gate;           /* (ABI 6) FLA's use_gate_in_kernel: g is the raw input, the log decay
+                                 -exp(A_log) softplus(g + dt_bias) */
+  qla_gdn_tensor A_log;       /* (ABI 6) [Hv] f32, with use_gate */
+  qla_gdn_tensor dt_bias;     /* (ABI 6) optional [Hv] f32, with use_gate */
 } qla_gdn_forward_args;
 
 /* Specialization selector for qla_gdn_forward_warmup. */
@@ -66,6 +69,7 @@ typedef struct qla_gdn_forward_config {
   int32_t final_state;    /* 0 or 1 */
   int32_t g_dtype;        /* QLA_GDN_F32 or dtype (ABI 3) */
   int32_t beta_activation; /* 0, 1 or 2, as in qla_gdn_forward_args (ABI 5) */
+  int32_t gate;            /* 0: none; 1: the in-kernel gate with dt_bias; 2: without (ABI 6) */
 } qla_gdn_forward_config;
 
 /* The backward (qla::gdn::backward): the forward's inputs again, the
@@ -89,7 +93,10 @@ typedef struct qla_gdn_backward_args {
   qla_gdn_tensor dh0;              /* optional out [N, Hv, K, V] f32 (requires initial_state) */
   qla_gdn_tensor checkpoints;      /* optional (ABI 4): the forward's, with segment_chunks = the forward's */
   int32_t beta_activation;         /* (ABI 5) as in the forward: dbeta is then dL/d(the beta given) */
-  int32_t reserved5;
+  int32_t use_gate;                /* (ABI 6) as in the forward: dg is then dL/d(the raw g) */
+  qla_gdn_tensor A_log, dt_bias;   /* (ABI 6) as in the forward */
+  qla_gdn_tensor dA_log;           /* (ABI 6) optional out [Hv] f32 (with use_gate) */
+  qla_gdn_tensor ddt_bias;         /* (ABI 6) optional out [Hv] f32 (with use_gate and dt_bias) */
 } qla_gdn_backward_args;
 
 /* Fills `a` with: abi_version, scale = NaN, every tensor absent, no stream. */

@@ -84,21 +84,31 @@ struct Problem {
   int fusedBackward = 0;  // 1: QLA_GDN_BWD_FUSED=1 (gdn_bwd_fused.qla); 2: =all (bf16 too)
   int fusedForward = 0;   // ForwardParams::fused (1: gdn_fwd_fused.qla)
   int betaAct = 0;        // ForwardParams::beta_activation: beta holds logits b, β = betaAct sigmoid(b)
+  bool gate = false;      // ForwardParams::use_gate: g holds g_raw, log decay −exp(A_log) softplus(g_raw + dt_bias)
+  bool gateBias = true;   // with dt_bias
   int64_t N() const { return offsets.empty() ? B : int64_t(offsets.size()) - 1; }
   double scale() const { return 1.0 / std::sqrt(double(K)); }
 };
 
 // Inputs as the kernels see them (after rounding), and the upstream gradients.
 struct Data {
-  std::vector<double> q, k, v, g, beta, h0, dout, dht;
+  std::vector<double> q, k, v, g, beta, h0, dout, dht, alog, dtb;
 };
 
 // The recurrence and its reverse in float64 (GDN.md): per sequence and v-head,
 // S_t = a_t S_{t-1} + k_t u_t^T, u_t = beta_t (v_t - a_t S_{t-1}^T k_t),
 // o_t = scale S_t^T q_t (S is [K, V]); with L2 norm q, k -> x / sqrt(|x|^2 + 1e-6).
 struct Grads {
-  std::vector<double> o, ht, dq, dk, dv, dg, dbeta, dh0;
+  std::vector<double> o, ht, dq, dk, dv, dg, dbeta, dh0, dalog, ddtb;
 };
+
+// The log decay of token-head gi (v-head hv): g itself, or the in-kernel
+// gate's −exp(A_log) softplus(g_raw + dt_bias) (softplus(u) = u above 20, as FLA).
+double logDecay(const Problem &pb, const Data &d, size_t gi, int64_t hv) {
+  if (!pb.gate) return d.g[gi];
+  const double u = d.g[gi] + (pb.gateBias ? d.dtb[size_t(hv)] : 0.0);
+  return -std::exp(d.alog[size_t(hv)]) * (u > 20 ? u : std::log1p(std::exp(u)));
+}
 
 double betaOf(const Problem &pb, double b) { return pb.betaAct ? pb.betaAct / (1.0 + std::exp(-b)) : b; }
 
@@ -114,6 +124,8 @@ Grads reference(const Problem &pb, const Data &d, bool backward = true) {
   r.dg.assign(size_t(pb.B * T * Hv), 0);
   r.dbeta = r.dg;
   r.dh0.assign(size_t(N * Hv * K * V), 0);
+  r.dalog.assign(size_t(Hv), 0);
+  r.ddtb.assign(size_t(Hv), 0);
   for (int64_t n = 0; n < N; ++n) {
     const int64_t b = pb.offsets.empty() ? n : 0;
     const int64_t t0 = pb.offsets.empty() ? 0 : pb.offsets[size_t(n)];
@@ -139,7 +151,7 @@ Grads reference(const Problem &pb, const Data &d, bool backward = true) {
         nk[size_t(s)] = std::sqrt(sk + 1e-6);
         if (pb.l2norm)
           for (int64_t i = 0; i < K; ++i) q[size_t(i)] /= nq[size_t(s)], k[size_t(i)] /= nk[size_t(s)];
-        const double a = std::exp(d.g[gi]), be = betaOf(pb, d.beta[gi]);
+        const double a = std::exp(logDecay(pb, d, gi, hv)), be = betaOf(pb, d.beta[gi]);
         std::vector<double> &P = S[size_t(s)], &Nx = S[size_t(s) + 1];
         std::vector<double> u(static_cast<size_t>(V)), rv(static_cast<size_t>(V));
         for (int64_t j = 0; j < V; ++j) {
@@ -170,7 +182,7 @@ Grads reference(const Problem &pb, const Data &d, bool backward = true) {
                      vi = size_t(((b * T + t) * Hv + hv) * V);
         const std::vector<double> &q = qn[size_t(s)], &k = kn[size_t(s)], &u = uu[size_t(s)], &rv = rr[size_t(s)];
         const std::vector<double> &P = S[size_t(s)], &Nx = S[size_t(s) + 1];
-        const double a = std::exp(d.g[gi]), be = betaOf(pb, d.beta[gi]);
+        const double a = std::exp(logDecay(pb, d, gi, hv)), be = betaOf(pb, d.beta[gi]);
         std::vector<double> dqh(static_cast<size_t>(K), 0.0), dkh(size_t(K), 0.0), du(size_t(V), 0.0);
         for (int64_t i = 0; i < K; ++i)
           for (int64_t j = 0; j < V; ++j) {
@@ -199,6 +211,13 @@ Grads reference(const Problem &pb, const Data &d, bool backward = true) {
         double da = 0;
         for (int64_t i = 0; i < K * V; ++i) da += dSd[size_t(i)] * P[size_t(i)];
         r.dg[gi] = a * da;
+        if (pb.gate) {  // through the gate: d/dg_raw, and the parameters' sums
+          const double u = d.g[gi] + (pb.gateBias ? d.dtb[size_t(hv)] : 0.0);
+          const double ea = std::exp(d.alog[size_t(hv)]), sg = 1.0 / (1.0 + std::exp(-u));
+          r.dalog[size_t(hv)] += r.dg[gi] * logDecay(pb, d, gi, hv);
+          r.dg[gi] = r.dg[gi] * -ea * (u > 20 ? 1.0 : sg);
+          r.ddtb[size_t(hv)] += r.dg[gi];
+        }
         // dβ/db with β = act sigmoid(b): act s (1 - s).
         const double sg = 1.0 / (1.0 + std::exp(-d.beta[gi]));
         r.dbeta[gi] = pb.betaAct ? dbe * pb.betaAct * sg * (1.0 - sg) : dbe;
@@ -253,6 +272,12 @@ Data makeData(const Problem &pb) {
   }
   d.h0.resize(ns);
   d.dht.resize(ns);
+  d.alog.resize(size_t(pb.Hv));
+  d.dtb.resize(size_t(pb.Hv));
+  for (double &e : d.alog) e = double(float(0.5 * randn()));
+  for (double &e : d.dtb) e = double(float(0.5 * randn()));
+  if (pb.gate)  // g_raw, as FLA's layer gives it (a projection): centred below 0
+    for (double &e : d.g) e = double(float(randn() - 1.0));
   for (double &e : d.h0) e = double(float(0.1 * randn()));
   for (double &e : d.dht) e = double(float(0.1 * randn()));
   return d;
@@ -330,7 +355,9 @@ Errors measure(const Problem &pb, bool skipForward, bool measureOnly) {
       beta(DType::F32, {B, T, Hv}), o(pb.dt, {B, T, Hv, V}), h0(DType::F32, {N, Hv, K, V}),
       ht(DType::F32, {N, Hv, K, V}), dout(pb.dt, {B, T, Hv, V}), dht(DType::F32, {N, Hv, K, V}),
       dq(pb.dt, {B, T, Hqk, K}), dk(pb.dt, {B, T, Hqk, K}), dv(pb.dt, {B, T, Hv, V}), dg(DType::F32, {B, T, Hv}),
-      dbeta(DType::F32, {B, T, Hv}), dh0(DType::F32, {N, Hv, K, V}), cu(DType::I32, {N + 1});
+      dbeta(DType::F32, {B, T, Hv}), dh0(DType::F32, {N, Hv, K, V}), cu(DType::I32, {N + 1}),
+      alog(DType::F32, {Hv}), dtb(DType::F32, {Hv}), dalog(DType::F32, {Hv}), ddtb(DType::F32, {Hv});
+  alog.set(d.alog), dtb.set(d.dtb);
   q.set(d.q), k.set(d.k), v.set(d.v), g.set(d.g), beta.set(d.beta), h0.set(d.h0), dout.set(d.dout), dht.set(d.dht);
   std::vector<int64_t> cuHost;
   if (!pb.offsets.empty()) {
@@ -347,6 +374,11 @@ Errors measure(const Problem &pb, bool skipForward, bool measureOnly) {
   fp.use_qk_l2norm = pb.l2norm;
   fp.beta_activation = pb.betaAct;
   fp.fused = pb.fusedForward;
+  if (pb.gate) {
+    fp.use_gate = true;
+    fp.A_log = alog.ref();
+    if (pb.gateBias) fp.dt_bias = dtb.ref();
+  }
   o.poison(), ht.poison();
   if (!skipForward) {
     Buf ws(qla::gdn::forwardWorkspaceBytes(fp));
@@ -367,10 +399,16 @@ Errors measure(const Problem &pb, bool skipForward, bool measureOnly) {
   if (!pb.offsets.empty()) bp.cu_seqlens = cu.ref(), bp.cu_seqlens_host = cuHost.data();
   bp.use_qk_l2norm = pb.l2norm;
   bp.beta_activation = pb.betaAct;
+  if (pb.gate) {
+    bp.use_gate = true;
+    bp.A_log = alog.ref();
+    bp.dA_log = dalog.ref();
+    if (pb.gateBias) bp.dt_bias = dtb.ref(), bp.ddt_bias = ddtb.ref();
+  }
   bp.dout = dout.ref();
   if (pb.dht) bp.dht = dht.ref();
   bp.dq = dq.ref(), bp.dk = dk.ref(), bp.dv = dv.ref(), bp.dg = dg.ref(), bp.dbeta = dbeta.ref();
-  dq.poison(), dk.poison(), dv.poison(), dg.poison(), dbeta.poison(), dh0.poison();
+  dq.poison(), dk.poison(), dv.poison(), dg.poison(), dbeta.poison(), dh0.poison(), dalog.poison(), ddtb.poison();
   if (pb.fusedBackward) setenv("QLA_GDN_BWD_FUSED", pb.fusedBackward == 2 ? "all" : "1", 1);
   else unsetenv("QLA_GDN_BWD_FUSED");
   INFO("backward kernels: " << qla::gdn::backwardConfig(bp).str());
@@ -385,7 +423,10 @@ Errors measure(const Problem &pb, bool skipForward, bool measureOnly) {
     double err, bar;
   } rows[] = {{"dq", relRms(dq.get(), ref.dq), 0.008},         {"dk", relRms(dk.get(), ref.dk), 0.008},
               {"dv", relRms(dv.get(), ref.dv), 0.008},         {"dg", relRms(dg.get(), ref.dg), 0.02},
-              {"dbeta", relRms(dbeta.get(), ref.dbeta), 0.02}, {"dh0", pb.h0 ? relRms(dh0.get(), ref.dh0) : 0, 0.008}};
+              {"dbeta", relRms(dbeta.get(), ref.dbeta), 0.02}, {"dh0", pb.h0 ? relRms(dh0.get(), ref.dh0) : 0, 0.008},
+              // The gate's parameters: sums over every token of dg's terms (dg's bar).
+              {"dA_log", pb.gate ? relRms(dalog.get(), ref.dalog) : 0, 0.02},
+              {"ddt_bias", pb.gate && pb.gateBias ? relRms(ddtb.get(), ref.ddtb) : 0, 0.02}};
   out.dq = rows[0].err, out.dk = rows[1].err, out.dv = rows[2].err, out.dg = rows[3].err, out.dbeta = rows[4].err,
   out.dh0 = rows[5].err;
   if (measureOnly) return out;
@@ -402,10 +443,14 @@ Errors measure(const Problem &pb, bool skipForward, bool measureOnly) {
 }  // namespace
 
 TEST_CASE("the float64 reference gradients match finite differences", "[gdn][sim]") {
-  for (int variant = 0; variant < 3; ++variant) {
+  for (int variant = 0; variant < 4; ++variant) {
     Problem pb;
-    pb.name = variant == 2 ? "fd beta = 2 sigmoid(b)" : variant ? "fd l2norm h0 dht gva varlen" : "fd plain";
+    pb.name = variant == 3   ? "fd in-kernel gate"
+              : variant == 2 ? "fd beta = 2 sigmoid(b)"
+              : variant      ? "fd l2norm h0 dht gva varlen"
+                             : "fd plain";
     pb.betaAct = variant == 2 ? 2 : 0;
+    pb.gate = variant == 3;
     pb.K = 3, pb.V = 2, pb.Hqk = 1;
     pb.l2norm = pb.h0 = pb.dht = variant == 1;
     pb.Hv = variant == 1 ? 2 : 1;
@@ -438,6 +483,7 @@ TEST_CASE("the float64 reference gradients match finite differences", "[gdn][sim
     check(&Data::g, r.dg, "g");
     check(&Data::beta, r.dbeta, "beta");
     if (pb.h0) check(&Data::h0, r.dh0, "h0");
+    if (pb.gate) check(&Data::alog, r.dalog, "A_log"), check(&Data::dtb, r.ddtb, "dt_bias");
   }
 }
 
@@ -510,6 +556,29 @@ TEST_CASE("GDN forward and backward on the simulator: beta = sigmoid(b) computed
   pb.Hv = 1;
   pb.l2norm = true;
   pb.betaAct = 2;
+  pb.fusedForward = 1;
+  pb.fusedBackward = 1;
+  runCase(pb);
+}
+
+TEST_CASE("GDN forward and backward on the simulator: the in-kernel gate", "[gdn][sim][gate]") {
+  Problem pb;
+  pb.name = "gate bf16 B=2 T=100 Hv=2 h0 dht";
+  pb.dt = DType::BF16;
+  pb.B = 2;
+  pb.T = 100;
+  pb.Hv = 2;
+  pb.h0 = pb.dht = true;
+  pb.gate = true;
+  runCase(pb);
+  pb.name = "gate without dt_bias, beta sigmoid, fused f16 varlen [0,30,130]";
+  pb.dt = DType::F16;
+  pb.B = 1;
+  pb.offsets = {0, 30, 130};
+  pb.T = 130;
+  pb.Hv = 1;
+  pb.gateBias = false;
+  pb.betaAct = 1;
   pb.fusedForward = 1;
   pb.fusedBackward = 1;
   runCase(pb);
