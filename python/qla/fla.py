@@ -35,8 +35,8 @@ None; an f32 initial state [N, Hv, K, V]; int32/int64 cu_seqlens with B = 1;
 chunk size 64 (FLA's ``chunk_size`` keyword absent or 64);
 use_beta_sigmoid_in_kernel and allow_neg_eigval (the kernels compute beta);
 use_gate_in_kernel with A_log (and dt_bias) of shape [Hv] (the kernels
-compute the gate); none of state_v_first (or the deprecated
-transpose_state_layout), cp_context,
+compute the gate); state_v_first (states [N, Hv, V, K], transposed around
+the kernels); none of the deprecated transpose_state_layout, cp_context,
 head_first, nor any keyword QLA does not know. FLA's precomputed helpers of
 cu_seqlens (cu_seqlens_cpu, chunk_indices) are accepted and not used. The
 decision is :func:`check`, a pure function of argument descriptions (dtype
@@ -140,8 +140,7 @@ def check(env: Environment, q, k, v, g, beta, scale=None, initial_state=None, ou
         return False, "QLA does not take cp_context (FLA's inter-card context parallelism)"
     # use_beta_sigmoid_in_kernel and allow_neg_eigval: taken (the kernels
     # compute beta = sigmoid(beta), or 2 sigmoid(beta)).
-    if state_v_first:
-        return False, "QLA does not take state_v_first=True (its states are [K, V])"
+    # state_v_first: taken (the states are transposed around the kernels).
     if "transpose_state_layout" in kwargs:
         return False, "QLA does not take the deprecated transpose_state_layout (FLA handles it)"
     if "head_first" in kwargs:
@@ -229,9 +228,10 @@ def check(env: Environment, q, k, v, g, beta, scale=None, initial_state=None, ou
             return False, f"QLA requires initial_state to be a tensor, got {type(initial_state).__name__}"
         if initial_state.dtype != "float32":
             return False, f"QLA requires an f32 initial_state, got {_d(initial_state)}"
-        if _shape(initial_state) != [N, Hv, K, V]:
-            return False, f"QLA requires initial_state of shape [N, Hv, K, V] = {[N, Hv, K, V]}, got " \
-                          f"{_shape(initial_state)}"
+        want = [N, Hv, V, K] if state_v_first else [N, Hv, K, V]
+        layout = "[N, Hv, V, K] (state_v_first)" if state_v_first else "[N, Hv, K, V]"
+        if _shape(initial_state) != want:
+            return False, f"QLA requires initial_state of shape {layout} = {want}, got {_shape(initial_state)}"
 
     # The in-kernel gate (A_log and dt_bias without it: FLA ignores them, so does QLA).
     gate = bool(kwargs.get("use_gate_in_kernel", False))
@@ -470,7 +470,7 @@ def _make_backend_class(BaseBackend):
                           use_beta_sigmoid_in_kernel=bool(use_beta_sigmoid_in_kernel),
                           allow_neg_eigval=bool(allow_neg_eigval), use_gate_in_kernel=gate,
                           A_log=kwargs.get("A_log") if gate else None,
-                          dt_bias=kwargs.get("dt_bias") if gate else None)
+                          dt_bias=kwargs.get("dt_bias") if gate else None, state_v_first=bool(state_v_first))
 
     return QLABackend
 

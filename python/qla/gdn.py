@@ -29,7 +29,7 @@ from ._ctensor import Tensor as _Tensor, check as _check, tma_friendly as _tma_f
 __all__ = ["chunk_gated_delta_rule", "warmup", "workspace_bytes"]
 
 _OP = "chunk_gated_delta_rule: "
-_ABI_VERSION = 6
+_ABI_VERSION = 7
 
 
 class _Args(ctypes.Structure):
@@ -54,13 +54,15 @@ class _Args(ctypes.Structure):
         ("use_gate", ctypes.c_int32),
         ("A_log", _Tensor),
         ("dt_bias", _Tensor),
+        ("state_v_first", ctypes.c_int32),
+        ("reserved7", ctypes.c_int32),
     ]
 
 
 class _Config(ctypes.Structure):
     _fields_ = [(n, ctypes.c_int32) for n in ("dtype", "beta_dtype", "k", "v", "varlen", "cu_dtype",
                                               "use_qk_l2norm", "initial_state", "final_state", "g_dtype",
-                                              "beta_activation", "gate")]
+                                              "beta_activation", "gate", "state_v_first")]
 
 
 class _BwdArgs(ctypes.Structure):
@@ -93,11 +95,13 @@ class _BwdArgs(ctypes.Structure):
         ("dt_bias", _Tensor),
         ("dA_log", _Tensor),
         ("ddt_bias", _Tensor),
+        ("state_v_first", ctypes.c_int32),
+        ("reserved7", ctypes.c_int32),
     ]
 
 
-assert ctypes.sizeof(_Tensor) == 88 and ctypes.sizeof(_Args) == 1104 and ctypes.sizeof(_Config) == 48
-assert ctypes.sizeof(_BwdArgs) == 16 + 20 * 88 + 32
+assert ctypes.sizeof(_Tensor) == 88 and ctypes.sizeof(_Args) == 1112 and ctypes.sizeof(_Config) == 52
+assert ctypes.sizeof(_BwdArgs) == 16 + 20 * 88 + 40
 
 
 def _dtype_code(name: str, dtype) -> int:
@@ -251,7 +255,7 @@ def _new_args(lib, cls, init):
 
 
 def _forward(q, k, v, g, beta, scale, initial_state, output_final_state, cu_seqlens, use_qk_l2norm,
-             segment_chunks=0, keep_checkpoints=False, beta_activation=0, gate=None):
+             segment_chunks=0, keep_checkpoints=False, beta_activation=0, gate=None, state_v_first=False):
     """o, final_state (or None), and with keep_checkpoints (training mode)
     the forward's checkpoints and their segment length (None, 0 where the
     forward does not split its sequences: the backward needs nothing else)."""
@@ -263,7 +267,8 @@ def _forward(q, k, v, g, beta, scale, initial_state, output_final_state, cu_seql
     Hv, V = v.shape[2], v.shape[3]
     N = cu_seqlens.shape[0] - 1 if cu_seqlens is not None else B
     o = torch.empty((B, T, Hv, V), dtype=q.dtype, device=dev)
-    final_state = torch.empty((N, Hv, K, V), dtype=torch.float32, device=dev) if output_final_state else None
+    final_state = (torch.empty((N, Hv, V, K) if state_v_first else (N, Hv, K, V), dtype=torch.float32, device=dev)
+                   if output_final_state else None)
 
     lib = _lib()
     a = _new_args(lib, _Args, lib.qla_gdn_forward_args_init)
@@ -282,6 +287,7 @@ def _forward(q, k, v, g, beta, scale, initial_state, output_final_state, cu_seql
     a.segment_chunks = int(segment_chunks)
     a.beta_activation = int(beta_activation)
     _fill_gate(a, gate)
+    a.state_v_first = 1 if state_v_first else 0
 
     err = ctypes.create_string_buffer(4096)
     checkpoints, seg = None, 0
@@ -306,7 +312,7 @@ def _forward(q, k, v, g, beta, scale, initial_state, output_final_state, cu_seql
 
 
 def _backward(q, k, v, g, beta, scale, initial_state, cu_seqlens, use_qk_l2norm, segment_chunks, do, dht,
-              checkpoints=None, beta_activation=0, gate=None):
+              checkpoints=None, beta_activation=0, gate=None, state_v_first=False):
     """The gradients (dq, dk, dv, dg, dbeta, dh0 or None) of L = <do, o> +
     <dht, final_state> through qla_gdn_backward. checkpoints: the forward's
     (then segment_chunks is the forward's segment length)."""
@@ -357,6 +363,7 @@ def _backward(q, k, v, g, beta, scale, initial_state, cu_seqlens, use_qk_l2norm,
     a.segment_chunks = int(segment_chunks)
     a.beta_activation = int(beta_activation)
     _fill_gate(a, gate)
+    a.state_v_first = 1 if state_v_first else 0
     dA_log = ddt_bias = None
     if gate is not None:
         dA_log = torch.empty(gate[0].shape, dtype=torch.float32, device=dev)
@@ -397,7 +404,8 @@ def _autograd_function():
         class ChunkGatedDeltaRuleFunction(torch.autograd.Function):
             @staticmethod
             def forward(ctx, q, k, v, g, beta, scale, initial_state, output_final_state, cu_seqlens,
-                        use_qk_l2norm, segment_chunks, training, beta_activation, use_gate, A_log, dt_bias):
+                        use_qk_l2norm, segment_chunks, training, beta_activation, use_gate, A_log, dt_bias,
+                        state_v_first):
                 gate = (A_log, dt_bias) if use_gate else None
                 ckpt, seg = None, segment_chunks
                 if training:
@@ -407,15 +415,18 @@ def _autograd_function():
                     o, final_state, ckpt, fseg = _forward(q, k, v, g, beta, scale, initial_state,
                                                           output_final_state, cu_seqlens, use_qk_l2norm,
                                                           segment_chunks, keep_checkpoints=True,
-                                                          beta_activation=beta_activation, gate=gate)
+                                                          beta_activation=beta_activation, gate=gate,
+                                                          state_v_first=state_v_first)
                     if ckpt is not None:
                         seg = fseg
                 else:
                     o, final_state = _forward(q, k, v, g, beta, scale, initial_state, output_final_state,
                                               cu_seqlens, use_qk_l2norm, segment_chunks,
-                                              beta_activation=beta_activation, gate=gate)
+                                              beta_activation=beta_activation, gate=gate,
+                                              state_v_first=state_v_first)
                 ctx.save_for_backward(q, k, v, g, beta, initial_state, cu_seqlens, ckpt, A_log, dt_bias)
                 ctx.scale, ctx.l2, ctx.seg, ctx.bact, ctx.gate = scale, use_qk_l2norm, seg, beta_activation, use_gate
+                ctx.vfirst = state_v_first
                 return o, final_state
 
             @staticmethod
@@ -424,9 +435,9 @@ def _autograd_function():
                 gate = (A_log, dt_bias) if ctx.gate else None
                 dq, dk, dv, dg, dbeta, dh0, dA_log, ddt_bias = _backward(
                     q, k, v, g, beta, ctx.scale, initial_state, cu_seqlens, ctx.l2, ctx.seg, do, dht,
-                    checkpoints=ckpt, beta_activation=ctx.bact, gate=gate)
+                    checkpoints=ckpt, beta_activation=ctx.bact, gate=gate, state_v_first=ctx.vfirst)
                 return (dq, dk, dv, dg, dbeta, None, dh0, None, None, None, None, None, None, None, dA_log,
-                        ddt_bias)
+                        ddt_bias, None)
 
         _function = ChunkGatedDeltaRuleFunction
     return _function
@@ -436,7 +447,8 @@ def chunk_gated_delta_rule(q, k, v, g, beta, scale: float | None = None, initial
                            output_final_state: bool = False, cu_seqlens=None,
                            use_qk_l2norm_in_kernel: bool = False, segment_chunks: int = 0,
                            use_beta_sigmoid_in_kernel: bool = False, allow_neg_eigval: bool = False,
-                           use_gate_in_kernel: bool = False, A_log=None, dt_bias=None):
+                           use_gate_in_kernel: bool = False, A_log=None, dt_bias=None,
+                           state_v_first: bool = False):
     """The gated delta rule over chunks of 64 tokens (FLA's function of this name).
 
     q, k: [B, T, Hqk, K] bf16/f16; v: [B, T, Hv, V] (Hv % Hqk == 0; K, V in {64, 128});
@@ -452,6 +464,8 @@ def chunk_gated_delta_rule(q, k, v, g, beta, scale: float | None = None, initial
     softplus(u) = u above 20); A_log [Hv] is required with it, dt_bias [Hv]
     optional, both taken in f32 (a cast is part of the graph), and the
     backward gives their gradients and g's (the raw input's);
+    state_v_first: initial_state and final_state are [N, Hv, V, K] (FLA's
+    V-first layout; QLA transposes them around its kernels);
     segment_chunks (not in FLA's signature): context parallelism, 0 lets the
     cost model decide, -1 never splits, n > 0 cuts long sequences into
     segments of n chunks of 64 tokens (the result is the same either way, to
@@ -482,13 +496,15 @@ def chunk_gated_delta_rule(q, k, v, g, beta, scale: float | None = None, initial
     beta_activation = (2 if allow_neg_eigval else 1) if use_beta_sigmoid_in_kernel else 0
     return _autograd_function().apply(q, k, v, g, beta, scale, initial_state, bool(output_final_state), cu_seqlens,
                                       bool(use_qk_l2norm_in_kernel), int(segment_chunks), training,
-                                      beta_activation, bool(use_gate_in_kernel), A_log, dt_bias)
+                                      beta_activation, bool(use_gate_in_kernel), A_log, dt_bias,
+                                      bool(state_v_first))
 
 
 def warmup(dtype=None, K: int = 128, V: int = 128, beta_dtype=None, varlen: bool = False, cu_dtype=None,
            use_qk_l2norm: bool = False, initial_state: bool = False, output_final_state: bool = False,
            g_dtype=None, backward: bool = False, dht: bool = False, use_beta_sigmoid_in_kernel: bool = False,
-           allow_neg_eigval: bool = False, use_gate_in_kernel: bool = False, dt_bias: bool = True) -> None:
+           allow_neg_eigval: bool = False, use_gate_in_kernel: bool = False, dt_bias: bool = True,
+           state_v_first: bool = False) -> None:
     """Compiles (and loads into the current CUDA context) the kernels one call
     configuration needs, so that a later call may be captured in a CUDA graph.
     dtype: torch.bfloat16 (default) or torch.float16; beta_dtype and g_dtype:
@@ -511,6 +527,7 @@ def warmup(dtype=None, K: int = 128, V: int = 128, beta_dtype=None, varlen: bool
     c.g_dtype = _dtype_code("g_dtype", "f32" if g_dtype is None else g_dtype)
     c.beta_activation = (2 if allow_neg_eigval else 1) if use_beta_sigmoid_in_kernel else 0
     c.gate = (1 if dt_bias else 2) if use_gate_in_kernel else 0
+    c.state_v_first = 1 if state_v_first else 0
     err = ctypes.create_string_buffer(65536)
     _check(_lib().qla_gdn_forward_warmup(ctypes.byref(c), err, len(err)), err)
     if backward:

@@ -71,13 +71,9 @@ OUT_OF_SCOPE = {
     "test_flash_qla_sm120_flag_is_exact_capability": "FLA's SM120 device flag (no op call)",
 }
 
-_VFIRST = "state_v_first=True: [V, K] state layout (QLA's states are [K, V])"
-
-# Chunk tests whose every case uses an option QLA does not take.
-FEATURE_OUT = {
-    "test_chunk_state_v_first": _VFIRST,
-    "test_flash_qla_chunk_state_v_first": _VFIRST,
-}
+# Chunk tests whose every case uses an option QLA does not take (none now:
+# the gate, beta from logits and V-first states are taken).
+FEATURE_OUT = {}
 
 # Chunk tests reviewed case by case (the parameter checks below apply).
 # value: the dtype of q/k/v where the test fixes it in its body rather than
@@ -95,6 +91,7 @@ REVIEWED.update({name: dict() for name in FEATURE_OUT})
 REVIEWED["test_chunk_beta_sigmoid_in_kernel"] = dict()  # use_beta_sigmoid_in_kernel, allow_neg_eigval: taken
 for _name in ("test_chunk_gate_in_kernel", "test_chunk_gate_in_kernel_gqa", "test_chunk_gate_in_kernel_varlen"):
     REVIEWED[_name] = dict()  # use_gate_in_kernel with A_log / dt_bias: taken
+REVIEWED["test_chunk_state_v_first"] = dict()  # state_v_first: taken
 REVIEWED["test_flash_qla_chunk_state_v_first"] = dict(dtype="bfloat16")
 
 FLASH_QLA_TESTS = ("test_flash_qla_chunk", "test_flash_qla_chunk_varlen", "test_flash_qla_chunk_state_v_first",
@@ -160,8 +157,8 @@ class QlaOp:
                  state_v_first=False, cu_seqlens=None, cu_seqlens_cpu=None, chunk_indices=None, cp_context=None,
                  **kwargs):
         refused = []
-        if kwargs.pop("transpose_state_layout", False) or state_v_first:
-            refused.append("state_v_first=True")
+        if kwargs.pop("transpose_state_layout", None) is not None:
+            refused.append("transpose_state_layout (deprecated; FLA maps it)")
         if cp_context is not None:
             refused.append("cp_context (FLA's context parallelism)")
         gate = bool(kwargs.pop("use_gate_in_kernel", False))
@@ -187,7 +184,7 @@ class QlaOp:
                            use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel, segment_chunks=self.segment_chunks,
                            use_beta_sigmoid_in_kernel=use_beta_sigmoid_in_kernel,
                            allow_neg_eigval=allow_neg_eigval, use_gate_in_kernel=gate, A_log=A_log,
-                           dt_bias=dt_bias)
+                           dt_bias=dt_bias, state_v_first=state_v_first)
 
 
 # ----------------------------------------------------------------------------

@@ -204,7 +204,12 @@ def contract():
         ("use_beta_sigmoid_in_kernel=True, allow_neg_eigval=True", E(),
          change(base, use_beta_sigmoid_in_kernel=True, allow_neg_eigval=True), True, None),
         ("allow_neg_eigval=True alone (no effect, as in FLA)", E(), change(base, allow_neg_eigval=True), True, None),
-        ("state_v_first=True", E(), change(base, state_v_first=True), False, "state_v_first"),
+        ("state_v_first=True", E(), change(base, state_v_first=True), True, None),
+        ("state_v_first=True with a V-first initial_state", E(),
+         change(call(K=64, V=128, h0="float32"), state_v_first=True, initial_state=T("float32", (1, 4, 128, 64))), True,
+         None),
+        ("state_v_first=True with a K-first initial_state (K != V)", E(),
+         change(call(K=64, V=128, h0="float32"), state_v_first=True), False, "[N, Hv, V, K] (state_v_first)"),
         ("transpose_state_layout=False (deprecated, FLA warns)", E(), change(base, transpose_state_layout=False),
          False, "transpose_state_layout"),
         ("head_first", E(), change(base, head_first=False), False, "head_first"),
@@ -237,9 +242,9 @@ def contract():
     check("check: FLA's positional order (scale, initial_state, output_final_state, use_qk_l2norm_in_kernel)",
           ok and reason is None, reason)
     ok, reason = F.check(E(), a["q"], a["k"], a["v"], a["g"], a["beta"], None, a["initial_state"], True, False, True,
-                         False, True)
-    check("check: positional state_v_first=True refused (after use_beta_sigmoid_in_kernel, allow_neg_eigval)",
-          not ok and "state_v_first" in reason, reason)
+                         False, True, T("int64", (1,)))
+    check("check: positional cu_seqlens after state_v_first (FLA's order) is checked as cu_seqlens",
+          not ok and "cu_seqlens" in reason, reason)
 
     # Agreement with the harness that runs FLA's test_gdn.py on QLA.
     try:
@@ -457,7 +462,8 @@ out("kw", op(q=q, k=k, v=v, g=g, beta=beta, initial_state=h0, output_final_state
             dt_bias=dtb)[0])
 out("kw_args", sorted(seen[-1].items(), key=lambda kv: kv[0]) == sorted(dict(scale=None, initial_state=h0,
     output_final_state=True, cu_seqlens=None, use_qk_l2norm_in_kernel=False, use_beta_sigmoid_in_kernel=True,
-    allow_neg_eigval=True, use_gate_in_kernel=True, A_log=alog, dt_bias=dtb).items(), key=lambda kv: kv[0]))
+    allow_neg_eigval=True, use_gate_in_kernel=True, A_log=alog, dt_bias=dtb, state_v_first=False).items(),
+    key=lambda kv: kv[0]))
 cu = T((3,), torch.int32)
 out("pos", op(q, k, v, g, beta, 0.5, None, False, True, False, False, False, cu)[0])
 out("pos_args", seen[-1]["scale"] == 0.5 and seen[-1]["use_qk_l2norm_in_kernel"] is True and seen[-1]["cu_seqlens"] is cu)

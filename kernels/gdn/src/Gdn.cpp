@@ -184,6 +184,7 @@ uint32_t configKey(const ForwardConfig &c) {
   put(uint32_t(c.betaActivation) & 3u, 2);
   put(c.gate, 1);
   put(c.gateBias, 1);
+  put(c.stateVFirst, 1);
   return k;
 }
 
@@ -446,16 +447,20 @@ void validate(const ForwardParams &p, const char *oName) {
   if (p.cu_seqlens) cuView.emplace(view(*p.cu_seqlens));
   const int64_t N = op::checkCuSeqlens(cuView ? &*cuView : nullptr, p.cu_seqlens_host, B, T);
 
-  // States.
-  const std::vector<int64_t> sShape = {N, Hv, K, V};
+  // States ([N, Hv, V, K] with state_v_first).
+  const std::vector<int64_t> sShape = p.state_v_first ? std::vector<int64_t>{N, Hv, V, K}
+                                                      : std::vector<int64_t>{N, Hv, K, V};
+  const char *sText = p.state_v_first ? "[N, Hv, V, K] (state_v_first)" : "[N, Hv, K, V]";
   for (const auto &[name, t] : {std::pair<const char *, const std::optional<TensorRef> *>{"initial_state", &p.initial_state},
                                 {"final_state", &p.final_state}}) {
     if (!*t) continue;
     const TensorRef &s = **t;
     if (s.dtype != DType::F32) fail(std::string(name) + " has dtype " + dtypeName(s.dtype) + "; expected f32");
-    op::checkBasic(name, view(s), 4, "[N, Hv, K, V]");
+    op::checkBasic(name, view(s), 4, sText);
     if (s.shape != sShape)
-      fail(std::string(name) + " has shape " + dims(s.shape) + "; expected [N, Hv, K, V] = " + dims(sShape));
+      fail(std::string(name) + " has shape " + dims(s.shape) + "; expected " + sText + " = " + dims(sShape));
+    if (p.state_v_first && op::stridesOf(view(s)) != std::vector<int64_t>{Hv * V * K, V * K, K, 1})
+      fail(std::string(name) + " must be contiguous with state_v_first; got strides " + dims(op::stridesOf(view(s))));
   }
 
   if (!std::isnan(p.scale) && !std::isfinite(p.scale)) fail("scale = " + std::to_string(p.scale) + " is not finite");
@@ -483,7 +488,7 @@ void validate(const ForwardParams &p, const char *oName) {
            "-byte aligned");
   }
 
-  validateGate(p);
+  validateOptions(p);
 
   // Outputs: no element written twice, no overlap with any other argument.
   op::checkNoSelfOverlap(oName, view(p.o));
@@ -545,7 +550,7 @@ std::vector<int64_t> forwardCheckpointShape(const ForwardParams &p, int64_t *seg
     ForwardParams q = p;
     q.checkpoints.reset();
     validateAll(q);
-    return checkpointShape(q.use_gate ? gatedPart(q, q.g.data) : q, segmentChunks);
+    return checkpointShape(hasOptions(q) ? optionsPart(q, q.g.data) : q, segmentChunks);
   });
 }
 
@@ -570,8 +575,8 @@ size_t forwardWorkspaceBytes(DType dtype, int64_t B, int64_t T, int64_t Hv, int6
 
 // With the in-kernel gate: its scratch, then the operator's on its output.
 static size_t totalWorkspaceBytes(const ForwardParams &p) {
-  if (!p.use_gate) return workspaceBytesOf(p);
-  return gateWorkspaceBytes(p.g, false) + workspaceBytesOf(gatedPart(p, p.g.data));
+  if (!hasOptions(p)) return workspaceBytesOf(p);
+  return optionsWorkspaceBytes(p) + workspaceBytesOf(optionsPart(p, p.g.data));
 }
 
 size_t forwardWorkspaceBytes(const ForwardParams &p) {
@@ -596,6 +601,7 @@ ForwardConfig forwardConfig(const ForwardParams &p) {
   c.betaActivation = p.beta_activation;
   c.gate = p.use_gate;
   c.gateBias = p.use_gate && p.dt_bias.has_value();
+  c.stateVFirst = p.state_v_first;
   return c;
 }
 
@@ -610,6 +616,7 @@ std::string ForwardConfig::str() const {
   s << " l2norm=" << l2norm << " initial_state=" << initialState << " final_state=" << finalState;
   if (betaActivation) s << " beta_activation=" << betaActivation;
   if (gate) s << " gate=1 dt_bias=" << gateBias;
+  if (stateVFirst) s << " state_v_first=1";
   return s.str();
 }
 
@@ -750,8 +757,14 @@ namespace {
 
 void warmupConfig(const ForwardConfig &cIn, bool loadOnGpu) {
   checkConfig(cIn);
-  if (cIn.gate) {  // the gate's first pass, then the rest on its f32 output
-    op::KernelSlot &g = registry().slot(opSpec(gateKernelSpec(cIn, 0)));
+  // The gate's first pass and the states' transposes, then the rest on
+  // their outputs.
+  std::vector<KernelSpec> around;
+  if (cIn.gate) around.push_back(gateKernelSpec(cIn, 0));
+  if (cIn.stateVFirst && cIn.initialState) around.push_back(stateTransposeKernelSpec(cIn, true));
+  if (cIn.stateVFirst && cIn.finalState) around.push_back(stateTransposeKernelSpec(cIn, false));
+  for (const KernelSpec &spec : around) {
+    op::KernelSlot &g = registry().slot(opSpec(spec));
     compiled(g);
     if (loadOnGpu && rt::gpuAvailable()) registry().loaded(g, op::currentOrPrimaryContext());
   }
@@ -768,8 +781,9 @@ void warmupConfig(const ForwardConfig &cIn, bool loadOnGpu) {
 
 LaunchPlan makeLaunchPlan(const ForwardParams &p, void *workspace, size_t workspaceBytes) {
   validateAll(p);
-  if (p.use_gate)
-    fail("planForward does not plan the in-kernel gate (use_gate): plan the call on the gate's output instead");
+  if (hasOptions(p))
+    fail("planForward does not plan the in-kernel gate or V-first states: plan the call they run (K-first states, "
+         "g the gate's output) instead");
   const WorkspaceLayout l = layoutOf(p);
   checkWorkspace(p, l, workspace, workspaceBytes);
   Plan plan = buildPlan(p, l, workspace);
@@ -860,13 +874,13 @@ LaunchPlan planForward(const ForwardParams &p, void *workspace, size_t workspace
 
 void forward(const ForwardParams &p, void *workspace, size_t workspaceBytes) {
   guarded([&] {
-    if (!p.use_gate) {
+    if (!hasOptions(p)) {
       launchForward(p, workspace, workspaceBytes);
       return;
     }
     validateAll(p);
     op::checkWorkspace(workspace, workspaceBytes, totalWorkspaceBytes(p), namedTensors(p, "o"));
-    launchGatedForward(p, workspace, workspaceBytes);
+    launchWithOptions(p, workspace, workspaceBytes);
   });
 }
 

@@ -82,6 +82,7 @@ ForwardParams forwardPart(const BackwardParams &p) {
   f.use_gate = p.use_gate;
   f.A_log = p.A_log;
   f.dt_bias = p.dt_bias;
+  f.state_v_first = p.state_v_first;
   f.cu_seqlens_host = p.cu_seqlens_host;
   f.stream = p.stream;
   f.segment_chunks = p.segment_chunks;
@@ -135,15 +136,24 @@ void validate(const BackwardParams &p) {
   const int64_t N = p.cu_seqlens ? p.cu_seqlens->shape[0] - 1 : B;
   const DType dt = p.q.dtype;
   checkTensor("do", p.dout, dt, " (the dtype of q)", {B, T, Hv, V}, "[B, T, Hv, V]", true);
-  if (p.dht) checkTensor("dht", *p.dht, DType::F32, "", {N, Hv, K, V}, "[N, Hv, K, V]", true);
+  const std::vector<int64_t> sShape = p.state_v_first ? std::vector<int64_t>{N, Hv, V, K}
+                                                      : std::vector<int64_t>{N, Hv, K, V};
+  const char *sText = p.state_v_first ? "[N, Hv, V, K] (state_v_first)" : "[N, Hv, K, V]";
+  if (p.dht) checkTensor("dht", *p.dht, DType::F32, "", sShape, sText, true);
   checkTensor("dq", p.dq, dt, " (the dtype of q)", {B, T, Hqk, K}, "[B, T, Hqk, K]", true);
   checkTensor("dk", p.dk, dt, " (the dtype of q)", {B, T, Hqk, K}, "[B, T, Hqk, K]", true);
   checkTensor("dg", p.dg, p.g.dtype, " (the dtype of g)", {B, T, Hv}, "[B, T, Hv]", false);
   checkTensor("dbeta", p.dbeta, p.beta.dtype, " (the dtype of beta)", {B, T, Hv}, "[B, T, Hv]", false);
   if (p.dh0) {
     if (!p.initial_state) fail("dh0 is given but initial_state is not (dh0 is the initial state's gradient)");
-    checkTensor("dh0", *p.dh0, DType::F32, "", {N, Hv, K, V}, "[N, Hv, K, V]", true);
+    checkTensor("dh0", *p.dh0, DType::F32, "", sShape, sText, true);
   }
+  if (p.state_v_first)  // transposed by gdn_state_t.qla, which indexes them densely
+    for (const auto &[name, t] : {std::pair<const char *, const std::optional<TensorRef> *>{"dht", &p.dht},
+                                  {"dh0", &p.dh0}})
+      if (*t && op::stridesOf(view(**t)) != std::vector<int64_t>{Hv * V * K, V * K, K, 1})
+        fail(std::string(name) + " must be contiguous with state_v_first; got strides " +
+             dims(op::stridesOf(view(**t))));
   for (const auto &[name, t] : {std::pair<const char *, const TensorRef *>{"dq", &p.dq},
                                 {"dk", &p.dk},
                                 {"dg", &p.dg},
@@ -474,12 +484,8 @@ void validateBackward(const BackwardParams &p) {
 // With the in-kernel gate: its scratch, then the operator's on its output
 // (g and dg f32, the shapes unchanged).
 static size_t totalWorkspaceBytes(const BackwardParams &p) {
-  if (!p.use_gate) return layoutOf(p).total;
-  BackwardParams q = p;
-  q.g.dtype = DType::F32;
-  q.dg.dtype = DType::F32;
-  q.use_gate = false;
-  return gateWorkspaceBytes(p.g, true) + layoutOf(q).total;
+  if (!hasOptions(p)) return layoutOf(p).total;
+  return optionsWorkspaceBytes(p) + layoutOf(optionsPart(p, p.g.data)).total;
 }
 
 size_t backwardWorkspaceBytes(const BackwardParams &p) {
@@ -491,13 +497,13 @@ size_t backwardWorkspaceBytes(const BackwardParams &p) {
 
 void backward(const BackwardParams &p, void *workspace, size_t workspaceBytes) {
   guarded([&] {
-    if (!p.use_gate) {
+    if (!hasOptions(p)) {
       launchBackward(p, workspace, workspaceBytes);
       return;
     }
     validate(p);
     op::checkWorkspace(workspace, workspaceBytes, totalWorkspaceBytes(p), namedTensors(p));
-    launchGatedBackward(p, workspace, workspaceBytes);
+    launchWithOptions(p, workspace, workspaceBytes);
   });
 }
 
@@ -660,6 +666,8 @@ void warmupBackward(const BackwardConfig &cIn, bool loadOnGpu) {
     std::vector<op::KernelSlot *> slots = all(kernelsFor(c));
     if (cIn.fwd.gate)
       for (int pass : {0, 1, 2}) slots.push_back(&registry().slot(opSpec(gateKernelSpec(cIn.fwd, pass))));
+    if (cIn.fwd.stateVFirst)
+      for (bool toK : {true, false}) slots.push_back(&registry().slot(opSpec(stateTransposeKernelSpec(cIn.fwd, toK))));
     for (int bv : {32, 64}) {
       if (bv == c.dhBv || bv > c.fwd.V) continue;
       BackwardConfig o = c;

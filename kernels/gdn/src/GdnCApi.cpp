@@ -58,6 +58,7 @@ qla::gdn::ForwardParams paramsOf(const qla_gdn_forward_args *a) {
   p.use_gate = a->use_gate != 0;
   p.A_log = optionalOf("A_log", a->A_log);
   p.dt_bias = optionalOf("dt_bias", a->dt_bias);
+  p.state_v_first = a->state_v_first != 0;
   return p;
 }
 
@@ -92,6 +93,7 @@ qla::gdn::BackwardParams backwardParamsOf(const qla_gdn_backward_args *a) {
   p.use_gate = a->use_gate != 0;
   p.A_log = optionalOf("A_log", a->A_log);
   p.dt_bias = optionalOf("dt_bias", a->dt_bias);
+  p.state_v_first = a->state_v_first != 0;
   p.dA_log = optionalOf("dA_log", a->dA_log);
   p.ddt_bias = optionalOf("ddt_bias", a->ddt_bias);
   return p;
@@ -109,6 +111,7 @@ qla::gdn::ForwardConfig configOf(const qla_gdn_forward_config *c) {
   if (c->gate < 0 || c->gate > 2) fail("gate is " + std::to_string(c->gate) + " (0, 1 or 2)");
   fc.gate = c->gate != 0;
   fc.gateBias = c->gate == 1;
+  fc.stateVFirst = c->state_v_first != 0;
   fc.K = c->k;
   fc.V = c->v;
   fc.varlen = c->varlen != 0;

@@ -80,16 +80,21 @@ const JitKernel &compiled(op::KernelSlot &s);
 // Kernel tensor names -> the names the caller knows.
 const op::ArgNames &userNames();
 
-// The in-kernel gate (GdnGate.cpp): its arguments' checks (part of
-// validate), the forward's arguments on the gate's output (g f32, no gate),
-// the scratch in front of the operator's, and the gated launches, which run
-// the ungated ones (launchForwardImpl, launchBackwardImpl) on the rest of
-// the workspace.
-void validateGate(const ForwardParams &p);
-ForwardParams gatedPart(const ForwardParams &p, void *logDecay);
-size_t gateWorkspaceBytes(const TensorRef &g, bool backward);
-void launchGatedForward(const ForwardParams &p, void *workspace, size_t workspaceBytes);
-void launchGatedBackward(const BackwardParams &p, void *workspace, size_t workspaceBytes);
+// FLA's options run around the operators (GdnOptions.cpp): the in-kernel
+// gate and V-first states. Their arguments' checks (part of validate);
+// whether a call has any; the scratch they put in front of the operator's;
+// the call the operator then runs (on the gate's output, K-first states in
+// the scratch); the launches, which run the plain ones (launchForwardImpl,
+// launchBackwardImpl) on the rest of the workspace.
+void validateOptions(const ForwardParams &p);
+bool hasOptions(const ForwardParams &p);
+bool hasOptions(const BackwardParams &p);
+size_t optionsWorkspaceBytes(const ForwardParams &p);
+size_t optionsWorkspaceBytes(const BackwardParams &p);
+ForwardParams optionsPart(const ForwardParams &p, void *workspace);
+BackwardParams optionsPart(const BackwardParams &p, void *workspace);
+void launchWithOptions(const ForwardParams &p, void *workspace, size_t workspaceBytes);
+void launchWithOptions(const BackwardParams &p, void *workspace, size_t workspaceBytes);
 void launchForwardImpl(const ForwardParams &p, void *workspace, size_t workspaceBytes);
 void launchBackwardImpl(const BackwardParams &p, void *workspace, size_t workspaceBytes);
 

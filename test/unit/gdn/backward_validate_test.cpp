@@ -25,7 +25,8 @@ using qla::gdn::validateBackward;
 
 // python/qla/gdn.py's ctypes mirror assumes exactly this layout: the header,
 // 7 input tensors, cu_seqlens_host, stream, segment_chunks, 8 gradient tensors,
-// beta_activation (ABI 5), use_gate, A_log, dt_bias, dA_log, ddt_bias (ABI 6).
+// beta_activation (ABI 5), use_gate, A_log, dt_bias, dA_log, ddt_bias (ABI 6),
+// state_v_first (ABI 7).
 static_assert(offsetof(qla_gdn_backward_args, scale) == 8 && offsetof(qla_gdn_backward_args, q) == 16 &&
                   offsetof(qla_gdn_backward_args, initial_state) == 16 + 5 * 88 &&
                   offsetof(qla_gdn_backward_args, cu_seqlens) == 16 + 6 * 88 &&
@@ -40,9 +41,10 @@ static_assert(offsetof(qla_gdn_backward_args, scale) == 8 && offsetof(qla_gdn_ba
                   offsetof(qla_gdn_backward_args, checkpoints) == 16 + 15 * 88 + 24 &&
                   offsetof(qla_gdn_backward_args, beta_activation) == 16 + 16 * 88 + 24 &&
                   offsetof(qla_gdn_backward_args, A_log) == 16 + 16 * 88 + 32 &&
-                  offsetof(qla_gdn_backward_args, ddt_bias) == 16 + 19 * 88 + 32,
+                  offsetof(qla_gdn_backward_args, ddt_bias) == 16 + 19 * 88 + 32 &&
+                  offsetof(qla_gdn_backward_args, state_v_first) == 16 + 20 * 88 + 32,
               "qla_gdn_backward_args layout");
-static_assert(sizeof(qla_gdn_backward_args) == 16 + 20 * 88 + 32, "qla_gdn_backward_args layout");
+static_assert(sizeof(qla_gdn_backward_args) == 16 + 20 * 88 + 40, "qla_gdn_backward_args layout");
 
 namespace {
 

@@ -25,9 +25,9 @@ static_assert(offsetof(qla_gdn_forward_args, scale) == 8 && offsetof(qla_gdn_for
                   offsetof(qla_gdn_forward_args, checkpoints) == 832 &&
                   offsetof(qla_gdn_forward_args, beta_activation) == 920 &&
                   offsetof(qla_gdn_forward_args, A_log) == 928 && offsetof(qla_gdn_forward_args, dt_bias) == 1016 &&
-                  sizeof(qla_gdn_forward_args) == 1104,
+                  offsetof(qla_gdn_forward_args, state_v_first) == 1104 && sizeof(qla_gdn_forward_args) == 1112,
               "qla_gdn_forward_args layout");
-static_assert(sizeof(qla_gdn_forward_config) == 48, "qla_gdn_forward_config layout");
+static_assert(sizeof(qla_gdn_forward_config) == 52, "qla_gdn_forward_config layout");
 static_assert(QLA_GDN_BF16 == int(qla::DType::BF16) && QLA_GDN_F16 == int(qla::DType::F16) &&
                   QLA_GDN_F32 == int(qla::DType::F32) && QLA_GDN_I32 == int(qla::DType::I32) &&
                   QLA_GDN_I64 == int(qla::DType::I64),
@@ -140,8 +140,8 @@ TEST_CASE("GDN C ABI: workspace size and validation", "[gdn][capi]") {
     a.o.rank = 5;
     CHECK(workspaceBytes(&a, &n).err == P + "o has rank 5 (1..4 allowed)");
     a = cArgs(p);
-    a.abi_version = 7;
-    CHECK(workspaceBytes(&a, &n).err == P + "ABI version 7 of the caller does not match the library's " + std::to_string(QLA_GDN_ABI_VERSION));
+    a.abi_version = QLA_GDN_ABI_VERSION + 1;
+    CHECK(workspaceBytes(&a, &n).err == P + "ABI version " + std::to_string(QLA_GDN_ABI_VERSION + 1) + " of the caller does not match the library's " + std::to_string(QLA_GDN_ABI_VERSION));
     CHECK(workspaceBytes(nullptr, &n).err == P + "the argument struct is NULL");
     a = cArgs(p);
     CHECK(workspaceBytes(&a, nullptr).err == P + "the output pointer `bytes` is NULL");

@@ -168,6 +168,37 @@ TEST_CASE("GDN forward and backward: the in-kernel gate's arguments", "[gdn][val
   CHECK(!qla::gdn::ungated(c).gate);
 }
 
+TEST_CASE("GDN forward and backward: V-first states (state_v_first)", "[gdn][validate]") {
+  Shape sh;
+  sh.K = 64;  // V = 128: the layouts differ
+  ForwardParams p = validParams(sh);
+  const int64_t N = sh.B;
+  p.initial_state = TensorRef{fakePtr(6), DType::F32, {N, sh.Hv, sh.V, sh.K}, {}};
+  CHECK(validationError(p) == P + "initial_state has shape [2, 8, 128, 64]; expected [N, Hv, K, V] = [2, 8, 64, 128]");
+  p.state_v_first = true;
+  CHECK(validationError(p) == "<no error>");
+  // The K-first copies in the scratch, in front of the operator's.
+  ForwardParams kf = validParams(sh);
+  kf.initial_state = TensorRef{fakePtr(6), DType::F32, {N, sh.Hv, sh.K, sh.V}, {}};
+  CHECK(qla::gdn::forwardWorkspaceBytes(p) >= qla::gdn::forwardWorkspaceBytes(kf) + size_t(N * sh.Hv * sh.K * sh.V) * 4);
+  p.initial_state = TensorRef{fakePtr(6), DType::F32, {N, sh.Hv, sh.K, sh.V}, {}};
+  CHECK(validationError(p) ==
+        P + "initial_state has shape [2, 8, 64, 128]; expected [N, Hv, V, K] (state_v_first) = [2, 8, 128, 64]");
+  BackwardParams b = backwardOf(validParams(sh));
+  b.state_v_first = true;
+  b.initial_state = TensorRef{fakePtr(6), DType::F32, {N, sh.Hv, sh.V, sh.K}, {}};
+  b.dh0 = TensorRef{fakePtr(16), DType::F32, {N, sh.Hv, sh.V, sh.K}, {}};
+  b.dht = TensorRef{fakePtr(10), DType::F32, {N, sh.Hv, sh.V, sh.K}, {}};
+  CHECK(errorOf([&] { qla::gdn::validateBackward(b); }) == "<no error>");
+  b.dht = TensorRef{fakePtr(10), DType::F32, {N, sh.Hv, sh.K, sh.V}, {}};
+  CHECK(errorOf([&] { qla::gdn::validateBackward(b); }) ==
+        P + "dht has shape [2, 8, 64, 128]; expected [N, Hv, V, K] (state_v_first) = [2, 8, 128, 64]");
+  qla::gdn::ForwardConfig c;
+  c.K = 64;
+  c.V = 128;
+  CHECK(qla::gdn::stateTransposeKernelSpec(c, true).str() == "gdn_state_t.qla -D CC=64 -D R=128");
+}
+
 TEST_CASE("GDN forward: dtype errors", "[gdn][validate]") {
   ForwardParams p = validParams();
   SECTION("q") {

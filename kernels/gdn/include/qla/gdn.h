@@ -75,6 +75,9 @@ struct ForwardParams {
   // required with it; dt_bias: optional [Hv] f32. Neither without it.
   bool use_gate = false;
   std::optional<TensorRef> A_log, dt_bias;
+  // FLA's state_v_first: initial_state and final_state are [N, Hv, V, K]
+  // (V-first; transposed by gdn_state_t.qla around the operator).
+  bool state_v_first = false;
   // Optional host copy of cu_seqlens (N + 1 values): validated (starts at 0,
   // non-decreasing, ends at T), and the cost model plans the split and the V
   // slice for these lengths (without it: for the worst case of the total).
@@ -155,6 +158,7 @@ struct ForwardConfig {
   // the other kernels take the gate's f32 output) and whether dt_bias is given.
   bool gate = false;
   bool gateBias = false;
+  bool stateVFirst = false;       // ForwardParams::state_v_first (gdn_state_t.qla around the rest)
 
   bool operator==(const ForwardConfig &o) const;
   std::string str() const;  // "dtype=bf16 beta=f32 g=f32 K=128 V=128 varlen=0 ..."
@@ -189,8 +193,11 @@ KernelSpec tmatKernelSpec(const ForwardConfig &c);        // prepare's constants
 // recompute), 1 the raw input's gradient and per-block partial sums, 2 their
 // sums (dA_log, ddt_bias).
 KernelSpec gateKernelSpec(const ForwardConfig &c, int pass);  // GT HAS_DTB PASS
-// c without the gate: what the other kernels of a gated call are compiled
-// for (g is the gate's f32 output).
+// The transpose of c's states between V-first and K-first (c.stateVFirst):
+// toKFirst, [V, K] -> [K, V] (initial_state, dht); else [K, V] -> [V, K].
+KernelSpec stateTransposeKernelSpec(const ForwardConfig &c, bool toKFirst);  // R CC
+// c without the gate and V-first states: what the other kernels of such a
+// call are compiled for (g is the gate's f32 output, the states K-first).
 ForwardConfig ungated(const ForwardConfig &c);
 
 // The .qla sources embedded at build time (file name → source).
@@ -255,6 +262,7 @@ struct BackwardParams {
   int beta_activation = 0;                 // as in ForwardParams
   bool use_gate = false;                   // as in ForwardParams (dg is then dL/d of the raw g)
   std::optional<TensorRef> A_log, dt_bias; // as in ForwardParams
+  bool state_v_first = false;              // as in ForwardParams: initial_state, dht, dh0 [N, Hv, V, K]
   const int64_t *cu_seqlens_host = nullptr;
   CUstream stream = nullptr;
   int64_t segment_chunks = 0;              // for the states' recompute, as in ForwardParams

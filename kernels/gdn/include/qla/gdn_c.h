@@ -19,7 +19,7 @@
 extern "C" {
 #endif
 
-#define QLA_GDN_ABI_VERSION 6
+#define QLA_GDN_ABI_VERSION 7
 
 /* Dtype codes (the values of qla::DType). */
 enum { QLA_GDN_BF16 = 0, QLA_GDN_F16 = 1, QLA_GDN_F32 = 2, QLA_GDN_I32 = 3, QLA_GDN_I64 = 4 };
@@ -55,6 +55,8 @@ typedef struct qla_gdn_forward_args {
                                  -exp(A_log) softplus(g + dt_bias) */
   qla_gdn_tensor A_log;       /* (ABI 6) [Hv] f32, with use_gate */
   qla_gdn_tensor dt_bias;     /* (ABI 6) optional [Hv] f32, with use_gate */
+  int32_t state_v_first;      /* (ABI 7) initial_state and final_state are [N, Hv, V, K] */
+  int32_t reserved7;
 } qla_gdn_forward_args;
 
 /* Specialization selector for qla_gdn_forward_warmup. */
@@ -70,6 +72,7 @@ typedef struct qla_gdn_forward_config {
   int32_t g_dtype;        /* QLA_GDN_F32 or dtype (ABI 3) */
   int32_t beta_activation; /* 0, 1 or 2, as in qla_gdn_forward_args (ABI 5) */
   int32_t gate;            /* 0: none; 1: the in-kernel gate with dt_bias; 2: without (ABI 6) */
+  int32_t state_v_first;   /* 0 or 1 (ABI 7) */
 } qla_gdn_forward_config;
 
 /* The backward (qla::gdn::backward): the forward's inputs again, the
@@ -97,6 +100,8 @@ typedef struct qla_gdn_backward_args {
   qla_gdn_tensor A_log, dt_bias;   /* (ABI 6) as in the forward */
   qla_gdn_tensor dA_log;           /* (ABI 6) optional out [Hv] f32 (with use_gate) */
   qla_gdn_tensor ddt_bias;         /* (ABI 6) optional out [Hv] f32 (with use_gate and dt_bias) */
+  int32_t state_v_first;           /* (ABI 7) initial_state, dht and dh0 are [N, Hv, V, K] */
+  int32_t reserved7;
 } qla_gdn_backward_args;
 
 /* Fills `a` with: abi_version, scale = NaN, every tensor absent, no stream. */

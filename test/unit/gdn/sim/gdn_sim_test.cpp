@@ -86,6 +86,7 @@ struct Problem {
   int betaAct = 0;        // ForwardParams::beta_activation: beta holds logits b, β = betaAct sigmoid(b)
   bool gate = false;      // ForwardParams::use_gate: g holds g_raw, log decay −exp(A_log) softplus(g_raw + dt_bias)
   bool gateBias = true;   // with dt_bias
+  bool vFirst = false;    // ForwardParams::state_v_first: the states [N, Hv, V, K]
   int64_t N() const { return offsets.empty() ? B : int64_t(offsets.size()) - 1; }
   double scale() const { return 1.0 / std::sqrt(double(K)); }
 };
@@ -283,6 +284,16 @@ Data makeData(const Problem &pb) {
   return d;
 }
 
+// [M][A][B] -> [M][B][A] (states between K-first and V-first).
+template <class T>
+std::vector<T> swapLast(const std::vector<T> &x, int64_t A, int64_t Bd) {
+  std::vector<T> y(x.size());
+  for (size_t m = 0; m < x.size() / size_t(A * Bd); ++m)
+    for (int64_t a = 0; a < A; ++a)
+      for (int64_t b = 0; b < Bd; ++b) y[m * size_t(A * Bd) + size_t(b * A + a)] = x[m * size_t(A * Bd) + size_t(a * Bd + b)];
+  return y;
+}
+
 double relRms(const std::vector<float> &out, const std::vector<double> &ref) {
   double num = 0, den = 0;
   for (size_t i = 0; i < ref.size(); ++i) {
@@ -351,14 +362,20 @@ Errors measure(const Problem &pb, bool skipForward, bool measureOnly) {
   const Data d = makeData(pb);
   const Grads ref = reference(pb, d);
   const int64_t B = pb.B, T = pb.T, Hqk = pb.Hqk, Hv = pb.Hv, K = pb.K, V = pb.V, N = pb.N();
+  // States K-first [N, Hv, K, V], or V-first [N, Hv, V, K] (transposed here
+  // on the way in and out: the reference is K-first).
+  const std::vector<int64_t> ss = pb.vFirst ? std::vector<int64_t>{N, Hv, V, K} : std::vector<int64_t>{N, Hv, K, V};
   Tensor q(pb.dt, {B, T, Hqk, K}), k(pb.dt, {B, T, Hqk, K}), v(pb.dt, {B, T, Hv, V}), g(DType::F32, {B, T, Hv}),
-      beta(DType::F32, {B, T, Hv}), o(pb.dt, {B, T, Hv, V}), h0(DType::F32, {N, Hv, K, V}),
-      ht(DType::F32, {N, Hv, K, V}), dout(pb.dt, {B, T, Hv, V}), dht(DType::F32, {N, Hv, K, V}),
-      dq(pb.dt, {B, T, Hqk, K}), dk(pb.dt, {B, T, Hqk, K}), dv(pb.dt, {B, T, Hv, V}), dg(DType::F32, {B, T, Hv}),
-      dbeta(DType::F32, {B, T, Hv}), dh0(DType::F32, {N, Hv, K, V}), cu(DType::I32, {N + 1}),
+      beta(DType::F32, {B, T, Hv}), o(pb.dt, {B, T, Hv, V}), h0(DType::F32, ss), ht(DType::F32, ss),
+      dout(pb.dt, {B, T, Hv, V}), dht(DType::F32, ss), dq(pb.dt, {B, T, Hqk, K}), dk(pb.dt, {B, T, Hqk, K}),
+      dv(pb.dt, {B, T, Hv, V}), dg(DType::F32, {B, T, Hv}), dbeta(DType::F32, {B, T, Hv}), dh0(DType::F32, ss),
+      cu(DType::I32, {N + 1}),
       alog(DType::F32, {Hv}), dtb(DType::F32, {Hv}), dalog(DType::F32, {Hv}), ddtb(DType::F32, {Hv});
   alog.set(d.alog), dtb.set(d.dtb);
-  q.set(d.q), k.set(d.k), v.set(d.v), g.set(d.g), beta.set(d.beta), h0.set(d.h0), dout.set(d.dout), dht.set(d.dht);
+  q.set(d.q), k.set(d.k), v.set(d.v), g.set(d.g), beta.set(d.beta), dout.set(d.dout);
+  h0.set(pb.vFirst ? swapLast(d.h0, K, V) : d.h0);
+  dht.set(pb.vFirst ? swapLast(d.dht, K, V) : d.dht);
+  auto kFirst = [&](const Tensor &t) { return pb.vFirst ? swapLast(t.get(), V, K) : t.get(); };
   std::vector<int64_t> cuHost;
   if (!pb.offsets.empty()) {
     std::vector<double> c(pb.offsets.begin(), pb.offsets.end());
@@ -374,6 +391,7 @@ Errors measure(const Problem &pb, bool skipForward, bool measureOnly) {
   fp.use_qk_l2norm = pb.l2norm;
   fp.beta_activation = pb.betaAct;
   fp.fused = pb.fusedForward;
+  fp.state_v_first = pb.vFirst;
   if (pb.gate) {
     fp.use_gate = true;
     fp.A_log = alog.ref();
@@ -385,7 +403,7 @@ Errors measure(const Problem &pb, bool skipForward, bool measureOnly) {
     qla::gdn::forward(fp, ws.p, qla::gdn::forwardWorkspaceBytes(fp));
   }
   if (!skipForward) {
-    out.o = relRms(o.get(), ref.o), out.ht = relRms(ht.get(), ref.ht);
+    out.o = relRms(o.get(), ref.o), out.ht = relRms(kFirst(ht), ref.ht);
     if (!measureOnly) {
       std::printf("%-40s forward: o %.2e  ht %.2e\n", pb.name.c_str(), out.o, out.ht);
       CHECK(out.o <= 0.005);
@@ -399,6 +417,7 @@ Errors measure(const Problem &pb, bool skipForward, bool measureOnly) {
   if (!pb.offsets.empty()) bp.cu_seqlens = cu.ref(), bp.cu_seqlens_host = cuHost.data();
   bp.use_qk_l2norm = pb.l2norm;
   bp.beta_activation = pb.betaAct;
+  bp.state_v_first = pb.vFirst;
   if (pb.gate) {
     bp.use_gate = true;
     bp.A_log = alog.ref();
@@ -423,7 +442,7 @@ Errors measure(const Problem &pb, bool skipForward, bool measureOnly) {
     double err, bar;
   } rows[] = {{"dq", relRms(dq.get(), ref.dq), 0.008},         {"dk", relRms(dk.get(), ref.dk), 0.008},
               {"dv", relRms(dv.get(), ref.dv), 0.008},         {"dg", relRms(dg.get(), ref.dg), 0.02},
-              {"dbeta", relRms(dbeta.get(), ref.dbeta), 0.02}, {"dh0", pb.h0 ? relRms(dh0.get(), ref.dh0) : 0, 0.008},
+              {"dbeta", relRms(dbeta.get(), ref.dbeta), 0.02}, {"dh0", pb.h0 ? relRms(kFirst(dh0), ref.dh0) : 0, 0.008},
               // The gate's parameters: sums over every token of dg's terms (dg's bar).
               {"dA_log", pb.gate ? relRms(dalog.get(), ref.dalog) : 0, 0.02},
               {"ddt_bias", pb.gate && pb.gateBias ? relRms(ddtb.get(), ref.ddtb) : 0, 0.02}};
@@ -581,6 +600,28 @@ TEST_CASE("GDN forward and backward on the simulator: the in-kernel gate", "[gdn
   pb.betaAct = 1;
   pb.fusedForward = 1;
   pb.fusedBackward = 1;
+  runCase(pb);
+}
+
+TEST_CASE("GDN forward and backward on the simulator: V-first states, K != V", "[gdn][sim][vfirst]") {
+  Problem pb;
+  pb.name = "state_v_first K=64 V=128 bf16 h0 dht Hv=2";
+  pb.dt = DType::BF16;
+  pb.T = 100;
+  pb.K = 64;
+  pb.V = 128;
+  pb.Hv = 2;
+  pb.h0 = pb.dht = true;
+  pb.vFirst = true;
+  runCase(pb);
+  pb.name = "state_v_first K=128 V=64 f16 varlen, gate, fused";
+  pb.dt = DType::F16;
+  pb.K = 128;
+  pb.V = 64;
+  pb.Hv = 1;
+  pb.offsets = {0, 40, 100};
+  pb.gate = true;
+  pb.fusedForward = pb.fusedBackward = 1;
   runCase(pb);
 }
 
