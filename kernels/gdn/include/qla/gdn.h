@@ -347,4 +347,52 @@ std::vector<KernelSpec> backwardKernelSpecs(const BackwardConfig &c);
 // Compiles (and with loadOnGpu and a GPU, loads) the kernels of c.
 void warmupBackward(const BackwardConfig &c, bool loadOnGpu = true);
 
+//===----------------------------------------------------------------------===//
+// Decode and speculative verify (issue 29): the recurrence token by token
+// over a state pool
+//===----------------------------------------------------------------------===//
+
+// T tokens of each of N sequences (decode: T = 1; speculative verify: the
+// draft tokens), the state read from a pool by slot and written back in
+// place (gdn_recurrent.qla; one CTA per sequence and v-head, the state in
+// registers). The pool is the serving stacks' layout, V-first:
+// [slots, Hv, V, K], f32 or bf16. Sequences must not read a slot another
+// sequence of the call writes (their order is not defined).
+struct RecurrentParams {
+  TensorRef q, k;        // [N, T, Hqk, K], bf16 or f16
+  TensorRef v;           // [N, T, Hv, V], the dtype of q
+  TensorRef g;           // [N, T, Hv]: the log decay, or with use_gate the raw input a; f32 or q's dtype
+  TensorRef beta;        // [N, T, Hv]: β, or logits with beta_activation; f32 or q's dtype
+  bool use_qk_l2norm = true;
+  int beta_activation = 0;               // as in ForwardParams (vLLM: 1, β = sigmoid(b))
+  bool use_gate = false;                 // as in ForwardParams: −exp(A_log) softplus(a + dt_bias)
+  std::optional<TensorRef> A_log, dt_bias;  // [Hv] f32, with use_gate
+  TensorRef state_pool;  // [slots, Hv, V, K] f32 or bf16: read and written in place
+  TensorRef read_index;  // [N] int32: the slot sequence n starts from (< 0: a zero state)
+  TensorRef write_index; // [N, T] int32: the slot the state after token t goes to (< 0: not stored)
+  TensorRef o;           // out [N, T, Hv, V], the dtype of q
+  double scale = std::numeric_limits<double>::quiet_NaN();  // NaN: K^-0.5
+  CUstream stream = nullptr;
+};
+
+// Host-side checks of every argument (throws Error with the prefix
+// "fused_recurrent_gated_delta_rule: ").
+void validateRecurrent(const RecurrentParams &p);
+// Validates, then launches on p.stream. No workspace, no host
+// synchronization, no allocation: capturable in a CUDA graph once compiled
+// (warmupRecurrent, or one call).
+void recurrent(const RecurrentParams &p);
+
+struct RecurrentConfig {
+  DType dtype = DType::BF16, gDtype = DType::F32, betaDtype = DType::F32, stateDtype = DType::F32;
+  int K = 128, V = 128;
+  bool l2norm = true;
+  int betaActivation = 0;
+  bool gate = false, gateBias = false;
+  std::string str() const;
+};
+RecurrentConfig recurrentConfig(const RecurrentParams &p);
+KernelSpec recurrentKernelSpec(const RecurrentConfig &c);  // DT GT BT ST DK DV L2NORM GATE HAS_DTB BSIG
+void warmupRecurrent(const RecurrentConfig &c, bool loadOnGpu = true);
+
 }  // namespace qla::gdn

@@ -656,3 +656,130 @@ TEST_CASE("the backward's error tail at T = 1 on the simulator", "[.tail]") {
     stat(&Errors::dh0, 0.008, "dh0");
   }
 }
+
+namespace {
+
+// The first Tp tokens of every sequence of d (B sequences of T tokens).
+Data prefix(const Problem &pb, const Data &d, int64_t Tp) {
+  auto cut = [&](const std::vector<double> &x, int64_t inner) {
+    std::vector<double> y;
+    for (int64_t b = 0; b < pb.B; ++b)
+      y.insert(y.end(), x.begin() + long(b * pb.T * inner), x.begin() + long((b * pb.T + Tp) * inner));
+    return y;
+  };
+  Data e = d;
+  e.q = cut(d.q, pb.Hqk * pb.K), e.k = cut(d.k, pb.Hqk * pb.K), e.v = cut(d.v, pb.Hv * pb.V);
+  e.dout = cut(d.dout, pb.Hv * pb.V), e.g = cut(d.g, pb.Hv), e.beta = cut(d.beta, pb.Hv);
+  return e;
+}
+
+// Decode / verify through qla::gdn::recurrent on the simulator: N
+// sequences of T tokens over a V-first pool; reads from slots 0.. (one
+// sequence from none), every token's state written to its own slot (one
+// write skipped); o and every written slot against the float64 recurrence,
+// every other slot unchanged.
+void runRecurrent(Problem pb, DType poolDt) {
+  INFO(pb.name);
+  pb.l2norm = true;
+  pb.h0 = true;
+  const int64_t N = pb.B, T = pb.T, Hv = pb.Hv, K = pb.K, V = pb.V;
+  Data d = makeData(pb);
+  // q, k as given (the kernel normalizes them): fresh, not unit rows.
+  for (double &x : d.q) x = fromHalf(pb.dt, toHalf(pb.dt, float(randn())));
+  for (double &x : d.k) x = fromHalf(pb.dt, toHalf(pb.dt, float(randn())));
+  const int64_t slots = N + N * T;
+  std::vector<int32_t> ri(static_cast<size_t>(N)), wi(static_cast<size_t>(N * T));
+  for (int64_t n = 0; n < N; ++n) ri[size_t(n)] = n == 1 ? -1 : int32_t(n);
+  for (int64_t i = 0; i < N * T; ++i) wi[size_t(i)] = i == 1 ? -1 : int32_t(N + i);
+  // The pool (V-first), random; the reference's initial states from it (K-first).
+  std::vector<double> pool(size_t(slots * Hv * V * K));
+  for (double &x : pool) {
+    x = 0.1 * randn();
+    if (poolDt == DType::BF16) x = fromHalf(DType::BF16, toHalf(DType::BF16, float(x)));
+    else x = double(float(x));
+  }
+  const size_t sv = size_t(Hv * V * K);
+  for (int64_t n = 0; n < N; ++n) {
+    std::vector<double> s(size_t(Hv * V * K), 0.0);
+    if (ri[size_t(n)] >= 0) s.assign(pool.begin() + long(size_t(ri[size_t(n)]) * sv), pool.begin() + long(size_t(ri[size_t(n)] + 1) * sv));
+    const std::vector<double> kf = swapLast(s, V, K);
+    std::copy(kf.begin(), kf.end(), d.h0.begin() + long(size_t(n) * sv));
+  }
+  Tensor q(pb.dt, {N, T, pb.Hqk, K}), k(pb.dt, {N, T, pb.Hqk, K}), v(pb.dt, {N, T, Hv, V}), g(DType::F32, {N, T, Hv}),
+      beta(DType::F32, {N, T, Hv}), o(pb.dt, {N, T, Hv, V}), P(poolDt, {slots, Hv, V, K}), R(DType::I32, {N}),
+      W(DType::I32, {N, T}), alog(DType::F32, {Hv}), dtb(DType::F32, {Hv});
+  q.set(d.q), k.set(d.k), v.set(d.v), g.set(d.g), beta.set(d.beta), P.set(pool), alog.set(d.alog), dtb.set(d.dtb);
+  std::memcpy(R.buf.p, ri.data(), ri.size() * 4);
+  std::memcpy(W.buf.p, wi.data(), wi.size() * 4);
+  o.poison();
+  qla::gdn::RecurrentParams rp;
+  rp.q = q.ref(), rp.k = k.ref(), rp.v = v.ref(), rp.g = g.ref(), rp.beta = beta.ref(), rp.o = o.ref();
+  rp.state_pool = P.ref(), rp.read_index = R.ref(), rp.write_index = W.ref();
+  rp.beta_activation = pb.betaAct;
+  if (pb.gate) {
+    rp.use_gate = true;
+    rp.A_log = alog.ref();
+    if (pb.gateBias) rp.dt_bias = dtb.ref();
+  }
+  qla::gdn::recurrent(rp);
+
+  const Grads full = reference(pb, d, false);
+  const double eo = relRms(o.get(), full.o);
+  std::printf("%-40s recurrent: o %.2e", pb.name.c_str(), eo);
+  CHECK(eo <= 0.005);
+  const std::vector<float> got = P.get();
+  double worst = 0;
+  for (int64_t t = 0; t < T; ++t) {
+    Problem pt = pb;
+    pt.T = t + 1;
+    const Grads r = reference(pt, prefix(pb, d, t + 1), false);
+    for (int64_t n = 0; n < N; ++n) {
+      const int32_t w = wi[size_t(n * T + t)];
+      if (w < 0) continue;
+      const std::vector<double> want(r.ht.begin() + long(size_t(n) * sv), r.ht.begin() + long(size_t(n + 1) * sv));
+      const std::vector<float> slot(got.begin() + long(size_t(w) * sv), got.begin() + long(size_t(w + 1) * sv));
+      const double e = relRms(swapLast(slot, V, K), want);
+      worst = std::max(worst, e);
+      INFO("sequence " << n << " token " << t << " slot " << w);
+      CHECK(e <= 0.005);
+    }
+  }
+  std::printf("  written states (worst) %.2e\n", worst);
+  // Slots nobody writes (the read slots, the skipped write) are unchanged.
+  for (int64_t s = 0; s < slots; ++s) {
+    bool written = false;
+    for (int32_t w : wi) written = written || w == s;
+    if (written) continue;
+    for (size_t i = 0; i < sv; ++i) {
+      const float want = poolDt == DType::BF16 ? fromHalf(DType::BF16, toHalf(DType::BF16, float(pool[size_t(s) * sv + i])))
+                                               : float(pool[size_t(s) * sv + i]);
+      if (got[size_t(s) * sv + i] != want) {
+        INFO("slot " << s << " element " << i);
+        CHECK(got[size_t(s) * sv + i] == want);
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("GDN decode and verify over a state pool on the simulator", "[gdn][sim][recurrent]") {
+  Problem pb;
+  pb.name = "verify N=3 T=3 GVA K=V=64 f32 pool";
+  pb.B = 3;
+  pb.T = 3;
+  pb.Hqk = 1;
+  pb.Hv = 2;
+  pb.K = pb.V = 64;
+  pb.dt = DType::BF16;
+  runRecurrent(pb, DType::F32);
+  pb.name = "decode N=2 T=1 K=V=128 gate beta-sigmoid bf16 pool";
+  pb.B = 2;
+  pb.T = 1;
+  pb.Hv = 1;
+  pb.K = pb.V = 128;
+  pb.gate = true;
+  pb.betaAct = 1;
+  runRecurrent(pb, DType::BF16);
+}

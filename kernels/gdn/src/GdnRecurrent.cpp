@@ -1,0 +1,159 @@
+// Decode and speculative verify over a state pool (qla/gdn.h,
+// RecurrentParams; kernels/gdn/gdn_recurrent.qla).
+#include "GdnInternal.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "qla/op/Device.h"
+
+namespace qla::gdn {
+namespace {
+
+constexpr const char *kRecurrentFile = "gdn_recurrent.qla";
+constexpr const char *kRecOp = "fused_recurrent_gated_delta_rule: ";
+
+[[noreturn]] void rfail(const std::string &m) { throw Error(kRecOp + m); }
+
+template <class F>
+decltype(auto) rguarded(F &&f) {
+  return op::rethrowAs<Error>(kRecOp, std::forward<F>(f));
+}
+
+void expect(const char *name, const TensorRef &t, const std::vector<DType> &dtypes, const std::string &dtypeText,
+            const std::vector<int64_t> &shape, const char *shapeText) {
+  bool ok = false;
+  for (DType d : dtypes) ok = ok || t.dtype == d;
+  if (!ok) rfail(std::string(name) + " has dtype " + dtypeName(t.dtype) + "; expected " + dtypeText);
+  op::checkBasic(name, detail::view(t), int(shape.size()), shapeText);
+  if (t.shape != shape)
+    rfail(std::string(name) + " has shape " + op::dims(t.shape) + "; expected " + shapeText + " = " + op::dims(shape));
+}
+
+}  // namespace
+
+void validateRecurrent(const RecurrentParams &p) {
+  rguarded([&] {
+    if (!detail::isHalf(p.q.dtype)) rfail(std::string("q has dtype ") + dtypeName(p.q.dtype) + "; expected bf16 or f16");
+    op::checkBasic("q", detail::view(p.q), 4, "[N, T, Hqk, K]");
+    op::checkBasic("v", detail::view(p.v), 4, "[N, T, Hv, V]");
+    const int64_t N = p.q.shape[0], T = p.q.shape[1], Hqk = p.q.shape[2], K = p.q.shape[3];
+    const int64_t Hv = p.v.shape[2], V = p.v.shape[3];
+    const DType dt = p.q.dtype;
+    const std::string dn = dtypeName(dt);
+    expect("k", p.k, {dt}, dn + " (the dtype of q)", {N, T, Hqk, K}, "[N, T, Hqk, K]");
+    expect("v", p.v, {dt}, dn + " (the dtype of q)", {N, T, Hv, V}, "[N, T, Hv, V]");
+    if (N < 1 || T < 1) rfail("N and T must be at least 1, got q of shape " + op::dims(p.q.shape));
+    if (Hqk < 1 || Hv % Hqk != 0) rfail("Hv = " + std::to_string(Hv) + " is not a multiple of Hqk = " + std::to_string(Hqk));
+    if ((K != 64 && K != 128) || (V != 64 && V != 128))
+      rfail("K = " + std::to_string(K) + ", V = " + std::to_string(V) + ": each must be 64 or 128");
+    expect("g", p.g, {DType::F32, dt}, "f32 or " + dn, {N, T, Hv}, "[N, T, Hv]");
+    expect("beta", p.beta, {DType::F32, dt}, "f32 or " + dn, {N, T, Hv}, "[N, T, Hv]");
+    if (p.beta_activation < 0 || p.beta_activation > 2)
+      rfail("beta_activation is " + std::to_string(p.beta_activation) + " (0, 1 or 2)");
+    if (p.use_gate) {
+      if (!p.A_log) rfail("use_gate needs A_log ([Hv] f32)");
+      expect("A_log", *p.A_log, {DType::F32}, "f32", {Hv}, "[Hv]");
+      if (p.dt_bias) expect("dt_bias", *p.dt_bias, {DType::F32}, "f32", {Hv}, "[Hv]");
+    } else if (p.A_log || p.dt_bias) {
+      rfail("A_log and dt_bias are the in-kernel gate's parameters: they need use_gate");
+    }
+    op::checkBasic("state_pool", detail::view(p.state_pool), 4, "[slots, Hv, V, K]");
+    const int64_t S = p.state_pool.shape[0];
+    expect("state_pool", p.state_pool, {DType::F32, DType::BF16}, "f32 or bf16", {S, Hv, V, K},
+           "[slots, Hv, V, K]");
+    if (S < 1) rfail("state_pool has no slots");
+    expect("read_index", p.read_index, {DType::I32}, "i32", {N}, "[N]");
+    expect("write_index", p.write_index, {DType::I32}, "i32", {N, T}, "[N, T]");
+    expect("o", p.o, {dt}, dn + " (the dtype of q)", {N, T, Hv, V}, "[N, T, Hv, V]");
+    if (!std::isnan(p.scale) && !std::isfinite(p.scale)) rfail("scale = " + std::to_string(p.scale) + " is not finite");
+    for (const auto &[name, t] : {std::pair<const char *, const TensorRef *>{"q", &p.q}, {"k", &p.k}, {"v", &p.v},
+                                  {"g", &p.g}, {"beta", &p.beta}, {"state_pool", &p.state_pool},
+                                  {"read_index", &p.read_index}, {"write_index", &p.write_index}, {"o", &p.o}})
+      op::checkLayout(name, detail::view(*t), false);
+    op::checkNoSelfOverlap("o", detail::view(p.o));
+    op::checkNoSelfOverlap("state_pool", detail::view(p.state_pool));
+    std::vector<op::NamedTensor> all = {{"q", detail::view(p.q), false},         {"k", detail::view(p.k), false},
+                                        {"v", detail::view(p.v), false},         {"g", detail::view(p.g), false},
+                                        {"beta", detail::view(p.beta), false},   {"o", detail::view(p.o), true},
+                                        {"state_pool", detail::view(p.state_pool), true},
+                                        {"read_index", detail::view(p.read_index), false},
+                                        {"write_index", detail::view(p.write_index), false}};
+    if (p.A_log) all.push_back({"A_log", detail::view(*p.A_log), false});
+    if (p.dt_bias) all.push_back({"dt_bias", detail::view(*p.dt_bias), false});
+    op::checkOutputsDisjoint(all);
+  });
+}
+
+RecurrentConfig recurrentConfig(const RecurrentParams &p) {
+  RecurrentConfig c;
+  c.dtype = p.q.dtype;
+  c.gDtype = p.g.dtype;
+  c.betaDtype = p.beta.dtype;
+  c.stateDtype = p.state_pool.dtype;
+  c.K = int(p.q.shape.size() == 4 ? p.q.shape[3] : 0);
+  c.V = int(p.v.shape.size() == 4 ? p.v.shape[3] : 0);
+  c.l2norm = p.use_qk_l2norm;
+  c.betaActivation = p.beta_activation;
+  c.gate = p.use_gate;
+  c.gateBias = p.use_gate && p.dt_bias.has_value();
+  return c;
+}
+
+std::string RecurrentConfig::str() const {
+  std::ostringstream s;
+  s << "dtype=" << dtypeName(dtype) << " g=" << dtypeName(gDtype) << " beta=" << dtypeName(betaDtype)
+    << " state=" << dtypeName(stateDtype) << " K=" << K << " V=" << V << " l2norm=" << l2norm
+    << " beta_activation=" << betaActivation << " gate=" << gate << " dt_bias=" << gateBias;
+  return s.str();
+}
+
+KernelSpec recurrentKernelSpec(const RecurrentConfig &c) {
+  return {kRecurrentFile,
+          {{"DT", dtypeName(c.dtype)},
+           {"GT", dtypeName(c.gDtype)},
+           {"BT", dtypeName(c.betaDtype)},
+           {"ST", dtypeName(c.stateDtype)},
+           {"DK", std::to_string(c.K)},
+           {"DV", std::to_string(c.V)},
+           {"L2NORM", c.l2norm ? "1" : "0"},
+           {"GATE", c.gate ? "1" : "0"},
+           {"HAS_DTB", c.gateBias ? "1" : "0"},
+           {"BSIG", std::to_string(c.betaActivation)}}};
+}
+
+void warmupRecurrent(const RecurrentConfig &c, bool loadOnGpu) {
+  rguarded([&] {
+    op::KernelSlot &s = detail::registry().slot(detail::opSpec(recurrentKernelSpec(c)));
+    detail::compiled(s);
+    if (loadOnGpu && rt::gpuAvailable()) detail::registry().loaded(s, op::currentOrPrimaryContext());
+  });
+}
+
+void recurrent(const RecurrentParams &p) {
+  validateRecurrent(p);
+  rguarded([&] {
+    const RecurrentConfig c = recurrentConfig(p);
+    op::KernelSlot &slot = detail::registry().slot(detail::opSpec(recurrentKernelSpec(c)));
+    std::vector<op::NamedTensor> named = {{"q", detail::view(p.q), false},
+                                          {"state_pool", detail::view(p.state_pool), true},
+                                          {"o", detail::view(p.o), true}};
+    CUcontext ctx = op::checkDevice(named, p.state_pool.data, 0);
+    const int64_t Hv = p.v.shape[2];
+    // Absent gate parameters: never read (GATE = 0, HAS_DTB = 0); g's
+    // pointer stands in.
+    auto param = [&](const std::optional<TensorRef> &t) {
+      return t ? detail::arg(*t) : op::contiguousArg(p.g.data, {Hv});
+    };
+    rt::LaunchArgs a;
+    a.tensors = {detail::arg(p.q),          detail::arg(p.k),           detail::arg(p.v),
+                 detail::arg(p.g),          detail::arg(p.beta),        param(p.A_log),
+                 param(p.dt_bias),          detail::arg(p.read_index),  detail::arg(p.write_index),
+                 detail::arg(p.state_pool), detail::arg(p.o)};
+    a.scalars = {std::isnan(p.scale) ? 1.0 / std::sqrt(double(p.q.shape[3])) : p.scale};
+    a.stream = p.stream;
+    op::launchAll(detail::registry(), ctx, {{&slot, &a}});
+  });
+}
+
+}  // namespace qla::gdn
