@@ -200,8 +200,8 @@ def compile_string(source: str, filename: str = "<string>", kernel: str | None =
 
 
 try:  # the GDN operator (torch is imported only when it is called)
-    from .gdn import chunk_gated_delta_rule  # noqa: E402
-    __all__.append("chunk_gated_delta_rule")
+    from .gdn import chunk_gated_delta_rule, fused_recurrent_gated_delta_rule  # noqa: E402
+    __all__ += ["chunk_gated_delta_rule", "fused_recurrent_gated_delta_rule"]
 except ImportError:  # pragma: no cover
     pass
 

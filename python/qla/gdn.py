@@ -104,6 +104,31 @@ assert ctypes.sizeof(_Tensor) == 88 and ctypes.sizeof(_Args) == 1112 and ctypes.
 assert ctypes.sizeof(_BwdArgs) == 16 + 20 * 88 + 40
 
 
+class _RecArgs(ctypes.Structure):
+    _fields_ = [
+        ("abi_version", ctypes.c_int32),
+        ("use_qk_l2norm", ctypes.c_int32),
+        ("scale", ctypes.c_double),
+        ("q", _Tensor),
+        ("k", _Tensor),
+        ("v", _Tensor),
+        ("g", _Tensor),
+        ("beta", _Tensor),
+        ("A_log", _Tensor),
+        ("dt_bias", _Tensor),
+        ("state_pool", _Tensor),
+        ("read_index", _Tensor),
+        ("write_index", _Tensor),
+        ("o", _Tensor),
+        ("stream", ctypes.c_void_p),
+        ("beta_activation", ctypes.c_int32),
+        ("use_gate", ctypes.c_int32),
+    ]
+
+
+assert ctypes.sizeof(_RecArgs) == 16 + 11 * 88 + 16
+
+
 def _dtype_code(name: str, dtype) -> int:
     return _ctensor.dtype_code(_OP, name, dtype, "the GDN operator")
 
@@ -144,6 +169,11 @@ def _lib():
             lib.qla_gdn_backward_warmup.restype = c.c_int
             lib.qla_gdn_backward_warmup.argtypes = [c.POINTER(_Config), c.c_int32, c.c_int32, c.c_char_p,
                                                     c.c_size_t]
+        if hasattr(lib, "qla_gdn_recurrent"):
+            lib.qla_gdn_recurrent_args_init.restype = None
+            lib.qla_gdn_recurrent_args_init.argtypes = [c.POINTER(_RecArgs)]
+            lib.qla_gdn_recurrent.restype = c.c_int
+            lib.qla_gdn_recurrent.argtypes = [c.POINTER(_RecArgs), c.c_char_p, c.c_size_t]
         lib._qla_gdn_bound = True
     return lib
 
@@ -498,6 +528,122 @@ def chunk_gated_delta_rule(q, k, v, g, beta, scale: float | None = None, initial
                                       bool(use_qk_l2norm_in_kernel), int(segment_chunks), training,
                                       beta_activation, bool(use_gate_in_kernel), A_log, dt_bias,
                                       bool(state_v_first))
+
+
+_ROP = "fused_recurrent_gated_delta_rule: "
+
+
+def recurrent(q, k, v, g, beta, state_pool, read_index, write_index, scale: float | None = None,
+              use_qk_l2norm_in_kernel: bool = True, use_beta_sigmoid_in_kernel: bool = False,
+              allow_neg_eigval: bool = False, use_gate_in_kernel: bool = False, A_log=None, dt_bias=None, out=None):
+    """Decode and speculative verify over a state pool (the serving stacks'
+    layout; kernels/gdn/gdn_recurrent.qla): T tokens of each of N sequences.
+
+    q, k: [N, T, Hqk, K]; v: [N, T, Hv, V] (bf16/f16; K, V in {64, 128});
+    g: [N, T, Hv] log decay, or with use_gate_in_kernel the raw input a
+    (log decay -exp(A_log) * softplus(a + dt_bias), A_log and dt_bias [Hv]);
+    beta: [N, T, Hv], or logits with use_beta_sigmoid_in_kernel (sigmoid,
+    2 sigmoid with allow_neg_eigval); state_pool: [slots, Hv, V, K] f32 or
+    bf16 (V-first), read and written in place; read_index: [N] int32, the
+    slot sequence n starts from (< 0: a zero state); write_index: [N, T]
+    int32, the slot the state after token t goes to (< 0: not stored; decode
+    is T = 1 with write_index = read_index[:, None]); out: an optional [N, T,
+    Hv, V] output tensor. Returns o. No host synchronization, no allocation
+    beyond o: capturable in a CUDA graph after one call. Forward only."""
+    import torch
+
+    q = _as_tensor("q", q, None)
+    dev = q.device
+    t = {name: _as_tensor(name, x, dev) for name, x in (("k", k), ("v", v), ("g", g), ("beta", beta),
+                                                         ("state_pool", state_pool), ("read_index", read_index),
+                                                         ("write_index", write_index))}
+    for name in ("q", "k", "v", "g", "beta"):
+        x = q if name == "q" else t[name]
+        if not x.is_contiguous():
+            x = x.contiguous()
+        if name == "q":
+            q = x
+        else:
+            t[name] = x
+    for name in ("state_pool", "read_index", "write_index"):
+        if not t[name].is_contiguous():
+            raise QlaError(f"{_ROP}{name} must be contiguous (it is indexed in place)")
+    N, T = q.shape[0], q.shape[1]
+    Hv, V = t["v"].shape[2], t["v"].shape[3]
+    o = torch.empty((N, T, Hv, V), dtype=q.dtype, device=dev) if out is None else _as_tensor("out", out, dev)
+    lib = _lib()
+    if not hasattr(lib, "qla_gdn_recurrent"):
+        raise QlaError(f"{_ROP}{library_path()} has no qla_gdn_recurrent: it is older than this package")
+    a = _RecArgs()
+    lib.qla_gdn_recurrent_args_init(ctypes.byref(a))
+    _fill(a.q, "q", q)
+    for name in ("k", "v", "g", "beta", "state_pool", "read_index", "write_index"):
+        _fill(getattr(a, name), name, t[name])
+    _fill(a.o, "o", o)
+    if use_gate_in_kernel:
+        if A_log is None:
+            raise QlaError(f"{_ROP}use_gate_in_kernel=True needs A_log ([Hv])")
+        A_log = _as_tensor("A_log", A_log, dev).float().contiguous()
+        _fill(a.A_log, "A_log", A_log)
+        if dt_bias is not None:
+            dt_bias = _as_tensor("dt_bias", dt_bias, dev).float().contiguous()
+            _fill(a.dt_bias, "dt_bias", dt_bias)
+        a.use_gate = 1
+    a.use_qk_l2norm = 1 if use_qk_l2norm_in_kernel else 0
+    a.beta_activation = (2 if allow_neg_eigval else 1) if use_beta_sigmoid_in_kernel else 0
+    a.scale = float("nan") if scale is None else float(scale)
+    err = ctypes.create_string_buffer(4096)
+    with torch.cuda.device(dev):
+        a.stream = torch.cuda.current_stream(dev).cuda_stream
+        _check(lib.qla_gdn_recurrent(ctypes.byref(a), err, len(err)), err)
+    return o
+
+
+def fused_recurrent_gated_delta_rule(q, k, v, g=None, beta=None, scale: float | None = None, initial_state=None,
+                                     output_final_state: bool = False, use_qk_l2norm_in_kernel: bool = False,
+                                     use_gate_in_kernel: bool = False, A_log=None, dt_bias=None,
+                                     use_beta_sigmoid_in_kernel: bool = False, allow_neg_eigval: bool = False,
+                                     state_v_first: bool = False, cu_seqlens=None, **kwargs):
+    """FLA's fused_recurrent_gated_delta_rule (forward only, as FLA's) over
+    :func:`recurrent`: B sequences of T tokens, q, k [B, T, Hqk, K], v [B, T,
+    Hv, V], g and beta [B, T, Hv] (g None: no decay; beta None: 1), the
+    initial state [B, Hv, K, V] ([B, Hv, V, K] with state_v_first) or None.
+    Returns (o, final_state or None). Not taken (QlaError): cu_seqlens, gk,
+    gv."""
+    import torch
+
+    if cu_seqlens is not None:
+        raise QlaError(f"{_ROP}cu_seqlens is not taken (give B sequences of T tokens, or use recurrent() with "
+                       "its slots)")
+    for name in ("gk", "gv"):
+        if kwargs.pop(name, None) is not None:
+            raise QlaError(f"{_ROP}{name} (per-channel decays) is not taken")
+    if kwargs:
+        raise QlaError(f"{_ROP}unknown keyword(s) {sorted(kwargs)}")
+    q = _as_tensor("q", q, None)
+    dev = q.device
+    B, T, _, K = q.shape
+    Hv, V = v.shape[2], v.shape[3]
+    if g is None:
+        g = torch.zeros((B, T, Hv), dtype=torch.float32, device=dev)
+    if beta is None:
+        beta = torch.ones((B, T, Hv), dtype=torch.float32, device=dev)
+    if initial_state is not None:
+        h0 = _as_tensor("initial_state", initial_state, dev).float()
+        pool = (h0 if state_v_first else h0.transpose(-1, -2)).contiguous().clone()
+        read = torch.arange(B, dtype=torch.int32, device=dev)
+    else:
+        pool = torch.zeros((B, Hv, V, K), dtype=torch.float32, device=dev)
+        read = torch.full((B,), -1, dtype=torch.int32, device=dev)
+    write = torch.full((B, T), -1, dtype=torch.int32, device=dev)
+    if output_final_state:
+        write[:, T - 1] = torch.arange(B, dtype=torch.int32, device=dev)
+    o = recurrent(q, k, v, g, beta, pool, read, write, scale=scale, use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel,
+                  use_beta_sigmoid_in_kernel=use_beta_sigmoid_in_kernel, allow_neg_eigval=allow_neg_eigval,
+                  use_gate_in_kernel=use_gate_in_kernel, A_log=A_log, dt_bias=dt_bias)
+    if not output_final_state:
+        return o, None
+    return o, (pool if state_v_first else pool.transpose(-1, -2).contiguous())
 
 
 def warmup(dtype=None, K: int = 128, V: int = 128, beta_dtype=None, varlen: bool = False, cu_dtype=None,

@@ -127,9 +127,47 @@ int guarded(char *err, size_t errlen, F &&f) {
   return qla::op::cCall(err, errlen, kOp, std::forward<F>(f));
 }
 
+qla::gdn::RecurrentParams recurrentParamsOf(const qla_gdn_recurrent_args *a) {
+  if (!a) fail("the argument struct is NULL");
+  if (a->abi_version != QLA_GDN_ABI_VERSION)
+    fail("ABI version " + std::to_string(a->abi_version) + " of the caller does not match the library's " +
+         std::to_string(QLA_GDN_ABI_VERSION));
+  qla::gdn::RecurrentParams p;
+  p.q = tensorOf("q", a->q);
+  p.k = tensorOf("k", a->k);
+  p.v = tensorOf("v", a->v);
+  p.g = tensorOf("g", a->g);
+  p.beta = tensorOf("beta", a->beta);
+  p.A_log = optionalOf("A_log", a->A_log);
+  p.dt_bias = optionalOf("dt_bias", a->dt_bias);
+  p.state_pool = tensorOf("state_pool", a->state_pool);
+  p.read_index = tensorOf("read_index", a->read_index);
+  p.write_index = tensorOf("write_index", a->write_index);
+  p.o = tensorOf("o", a->o);
+  p.scale = a->scale;
+  p.use_qk_l2norm = a->use_qk_l2norm != 0;
+  p.beta_activation = a->beta_activation;
+  p.use_gate = a->use_gate != 0;
+  p.stream = static_cast<CUstream>(a->stream);
+  return p;
+}
+
 }  // namespace
 
 extern "C" {
+
+void qla_gdn_recurrent_args_init(qla_gdn_recurrent_args *a) {
+  if (!a) return;
+  std::memset(a, 0, sizeof *a);
+  a->abi_version = QLA_GDN_ABI_VERSION;
+  a->use_qk_l2norm = 1;
+  a->scale = std::numeric_limits<double>::quiet_NaN();
+}
+
+int qla_gdn_recurrent(const qla_gdn_recurrent_args *a, char *err, size_t errlen) {
+  // Its errors carry the recurrent operator's own prefix (not kOp's).
+  return qla::op::cCall(err, errlen, "", [&] { qla::gdn::recurrent(recurrentParamsOf(a)); });
+}
 
 void qla_gdn_forward_args_init(qla_gdn_forward_args *a) {
   if (!a) return;

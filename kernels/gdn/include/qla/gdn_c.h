@@ -104,6 +104,35 @@ typedef struct qla_gdn_backward_args {
   int32_t reserved7;
 } qla_gdn_backward_args;
 
+/* Decode and speculative verify over a state pool (qla::gdn::recurrent,
+ * ABI 7): T tokens of N sequences, the state read from pool slot
+ * read_index[n] (< 0: zero) and written to write_index[n, t] after token t
+ * (< 0: not stored). */
+typedef struct qla_gdn_recurrent_args {
+  int32_t abi_version;             /* QLA_GDN_ABI_VERSION */
+  int32_t use_qk_l2norm;           /* 0 or 1 (qla_gdn_recurrent_args_init: 1) */
+  double scale;                    /* NaN: K^-0.5 */
+  qla_gdn_tensor q, k;             /* [N, T, Hqk, K] bf16/f16 */
+  qla_gdn_tensor v;                /* [N, T, Hv, V] */
+  qla_gdn_tensor g;                /* [N, T, Hv]: log decay, or the raw gate input with use_gate */
+  qla_gdn_tensor beta;             /* [N, T, Hv]: beta, or logits with beta_activation */
+  qla_gdn_tensor A_log, dt_bias;   /* [Hv] f32, with use_gate (dt_bias optional) */
+  qla_gdn_tensor state_pool;       /* [slots, Hv, V, K] f32 or bf16, read and written in place */
+  qla_gdn_tensor read_index;       /* [N] i32 */
+  qla_gdn_tensor write_index;      /* [N, T] i32 */
+  qla_gdn_tensor o;                /* out [N, T, Hv, V], the dtype of q */
+  void *stream;                    /* NULL: the default stream */
+  int32_t beta_activation;         /* 0, 1 or 2 as in qla_gdn_forward_args */
+  int32_t use_gate;                /* 0 or 1 */
+} qla_gdn_recurrent_args;
+
+/* Fills `a` with: abi_version, use_qk_l2norm = 1, scale = NaN, every tensor
+ * absent, no stream. */
+void qla_gdn_recurrent_args_init(qla_gdn_recurrent_args *a);
+/* Validates everything (nothing is launched on an error), then launches on
+ * a->stream: no synchronization, no allocation, no workspace. */
+int qla_gdn_recurrent(const qla_gdn_recurrent_args *a, char *err, size_t errlen);
+
 /* Fills `a` with: abi_version, scale = NaN, every tensor absent, no stream. */
 void qla_gdn_forward_args_init(qla_gdn_forward_args *a);
 

@@ -20,6 +20,9 @@
 #include <vector>
 
 #include "qla/gdn.h"
+#include "qla/gdn_c.h"
+
+static_assert(sizeof(qla_gdn_recurrent_args) == 16 + 11 * 88 + 16, "python/qla/gdn.py mirrors this layout");
 
 namespace {
 
@@ -721,7 +724,41 @@ void runRecurrent(Problem pb, DType poolDt) {
     rp.A_log = alog.ref();
     if (pb.gateBias) rp.dt_bias = dtb.ref();
   }
-  qla::gdn::recurrent(rp);
+  // Through the C ABI (what the Python package calls): the same outputs.
+  {
+    Tensor o2(pb.dt, {N, T, Hv, V}), P2(poolDt, {slots, Hv, V, K});
+    P2.set(pool);
+    o2.poison();
+    auto ct = [](Tensor &t) {
+      qla_gdn_tensor c{};
+      c.data = t.buf.p;
+      c.dtype = int32_t(t.dt);
+      c.rank = int32_t(t.shape.size());
+      for (size_t i = 0; i < t.shape.size(); ++i) c.shape[i] = t.shape[i];
+      return c;
+    };
+    qla_gdn_recurrent_args a;
+    qla_gdn_recurrent_args_init(&a);
+    CHECK(a.use_qk_l2norm == 1);
+    a.q = ct(q), a.k = ct(k), a.v = ct(v), a.g = ct(g), a.beta = ct(beta), a.o = ct(o2);
+    a.state_pool = ct(P2), a.read_index = ct(R), a.write_index = ct(W);
+    a.beta_activation = pb.betaAct;
+    if (pb.gate) {
+      a.use_gate = 1;
+      a.A_log = ct(alog);
+      if (pb.gateBias) a.dt_bias = ct(dtb);
+    }
+    char err[1024];
+    REQUIRE(qla_gdn_recurrent(&a, err, sizeof err) == 0);
+    qla::gdn::recurrent(rp);
+    CHECK(std::memcmp(o.buf.p, o2.buf.p, Tensor::bytesOf(o.dt, o.shape)) == 0);
+    CHECK(std::memcmp(P.buf.p, P2.buf.p, Tensor::bytesOf(P.dt, P.shape)) == 0);
+    a.read_index = ct(W);  // [N, T] where [N] is expected
+    CHECK(qla_gdn_recurrent(&a, err, sizeof err) == -1);
+    INFO(err);
+    CHECK(std::string(err) == "fused_recurrent_gated_delta_rule: read_index must have 1 dim [N], got shape [" +
+                               std::to_string(N) + ", " + std::to_string(T) + "]");
+  }
 
   const Grads full = reference(pb, d, false);
   const double eo = relRms(o.get(), full.o);
