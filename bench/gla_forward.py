@@ -2,7 +2,8 @@
 kernels/gla/gla_fwd.qla) against FLA's Triton chunk_simple_gla
 (fla.ops.simple_gla), side by side in one process.
 
-WRITTEN BUT NOT YET RUN ON A GPU (docs/tutorial.md, "GPU results pending").
+Run on the H200 on 2026-12-01: 7 of its 9 rows (docs/tutorial.md, "GPU
+results"; the two packed rows did not finish inside that run's time limit).
 
 Timing: per row and per implementation, 3 warm-up calls, then `--calls` calls
 captured in one CUDA graph, replayed `--replays` times; the time of a call is
