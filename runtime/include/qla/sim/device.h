@@ -1082,6 +1082,8 @@ inline int launch(void (*k)(P...), void **args, const qla_sim_config *cfg, char 
   s.body = &threadBody;
   s.deliver = &deliverLoads;
   s.describe = &describeState;
+  if (const char *seed = std::getenv("QLA_SIM_SEED"); seed && *seed)
+    s.rng = std::strtoull(seed, nullptr, 10) * 0x9e3779b97f4a7c15ull | 1u;
   Launch &l = launchState();
   l.args = args;
   l.run = [](void **a) { callKernel(kernel, a, std::index_sequence_for<P...>{}); };

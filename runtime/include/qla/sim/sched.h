@@ -79,6 +79,11 @@ struct Sched {
   std::vector<void *> pendingArgs;
   bool (*deliver)() = nullptr;  // the device layer's: delivers one batch, true if any
   std::string (*describe)() = nullptr;  // the device layer's: its barriers' state
+  // 0: round robin over the fibers that can go on; else the state of a
+  // xorshift generator that picks which goes next (QLA_SIM_SEED), so that
+  // runs with different seeds interleave the threads differently: a result
+  // that changes with the seed is a race the kernel's barriers do not order.
+  std::uint64_t rng = 0;
 };
 
 inline Sched *&sched() {
@@ -166,6 +171,12 @@ inline bool runCta(Sched &s) {
   unsigned next = 0;
   while (live > 0) {
     bool ran = false;
+    if (s.rng) {
+      s.rng ^= s.rng << 13;
+      s.rng ^= s.rng >> 7;
+      s.rng ^= s.rng << 17;
+      next = unsigned(s.rng % n);
+    }
     for (unsigned k = 0; k < n && !s.failed; ++k) {
       const unsigned t = (next + k) % n;
       Fiber &f = s.fibers[t];
