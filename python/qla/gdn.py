@@ -29,7 +29,7 @@ from ._ctensor import Tensor as _Tensor, check as _check, tma_friendly as _tma_f
 __all__ = ["chunk_gated_delta_rule", "warmup", "workspace_bytes"]
 
 _OP = "chunk_gated_delta_rule: "
-_ABI_VERSION = 7
+_ABI_VERSION = 8
 
 
 class _Args(ctypes.Structure):
@@ -56,13 +56,16 @@ class _Args(ctypes.Structure):
         ("dt_bias", _Tensor),
         ("state_v_first", ctypes.c_int32),
         ("reserved7", ctypes.c_int32),
+        ("state_pool", _Tensor),
+        ("initial_slots", _Tensor),
+        ("final_slots", _Tensor),
     ]
 
 
 class _Config(ctypes.Structure):
     _fields_ = [(n, ctypes.c_int32) for n in ("dtype", "beta_dtype", "k", "v", "varlen", "cu_dtype",
                                               "use_qk_l2norm", "initial_state", "final_state", "g_dtype",
-                                              "beta_activation", "gate", "state_v_first")]
+                                              "beta_activation", "gate", "state_v_first", "pool")]
 
 
 class _BwdArgs(ctypes.Structure):
@@ -100,7 +103,7 @@ class _BwdArgs(ctypes.Structure):
     ]
 
 
-assert ctypes.sizeof(_Tensor) == 88 and ctypes.sizeof(_Args) == 1112 and ctypes.sizeof(_Config) == 52
+assert ctypes.sizeof(_Tensor) == 88 and ctypes.sizeof(_Args) == 1376 and ctypes.sizeof(_Config) == 56
 assert ctypes.sizeof(_BwdArgs) == 16 + 20 * 88 + 40
 
 
@@ -528,6 +531,61 @@ def chunk_gated_delta_rule(q, k, v, g, beta, scale: float | None = None, initial
                                       bool(use_qk_l2norm_in_kernel), int(segment_chunks), training,
                                       beta_activation, bool(use_gate_in_kernel), A_log, dt_bias,
                                       bool(state_v_first))
+
+
+def prefill(q, k, v, g, beta, state_pool, initial_slots=None, final_slots=None, scale: float | None = None,
+            cu_seqlens=None, use_qk_l2norm_in_kernel: bool = False, use_beta_sigmoid_in_kernel: bool = False,
+            allow_neg_eigval: bool = False, use_gate_in_kernel: bool = False, A_log=None, dt_bias=None):
+    """Prefill into a state pool (forward only; docs/gdn.md, "Serving"):
+    chunk_gated_delta_rule's inputs, with the initial states read from and
+    the final states written to the serving stacks' pool [slots, Hv, V, K]
+    (V-first, f32 or bf16) by the fused kernel itself: sequence n starts from
+    slot initial_slots[n] ([N] int32; < 0 or None: a zero state) and its
+    final state goes to slot final_slots[n] ([N] int32; < 0 or None: not
+    stored). Returns o. With cu_seqlens on the GPU nothing is copied to the
+    host (the plan is then for the worst case of the total length)."""
+    import torch
+
+    q, k, v, g, beta, _, cu_seqlens, cu_host = _inputs(q, k, v, g, beta, None, cu_seqlens)
+    dev = q.device
+    B, T = q.shape[0], q.shape[1]
+    Hv, V = v.shape[2], v.shape[3]
+    o = torch.empty((B, T, Hv, V), dtype=q.dtype, device=dev)
+    lib = _lib()
+    a = _new_args(lib, _Args, lib.qla_gdn_forward_args_init)
+    for name, t in (("q", q), ("k", k), ("v", v), ("g", g), ("beta", beta), ("o", o)):
+        _fill(getattr(a, name), name, t)
+    state_pool = _as_tensor("state_pool", state_pool, dev)
+    if not state_pool.is_contiguous():
+        raise QlaError(f"{_OP}state_pool must be contiguous (it is written in place)")
+    _fill(a.state_pool, "state_pool", state_pool)
+    for name, t in (("initial_slots", initial_slots), ("final_slots", final_slots)):
+        if t is not None:
+            t = _as_tensor(name, t, dev)
+            if t.dtype != torch.int32:
+                t = t.to(torch.int32)
+            _fill(getattr(a, name), name, t.contiguous())
+    if cu_seqlens is not None:
+        _fill(a.cu_seqlens, "cu_seqlens", cu_seqlens)
+    if cu_host is not None:
+        a.cu_seqlens_host = ctypes.cast(ctypes.c_void_p(cu_host.data_ptr()), ctypes.POINTER(ctypes.c_int64))
+    a.scale = float("nan") if scale is None else float(scale)
+    a.use_qk_l2norm = 1 if use_qk_l2norm_in_kernel else 0
+    a.beta_activation = (2 if allow_neg_eigval else 1) if use_beta_sigmoid_in_kernel else 0
+    if use_gate_in_kernel:
+        if A_log is None:
+            raise QlaError(f"{_OP}use_gate_in_kernel=True needs A_log ([Hv])")
+        _fill_gate(a, (_as_tensor("A_log", A_log, dev).float().contiguous(),
+                       None if dt_bias is None else _as_tensor("dt_bias", dt_bias, dev).float().contiguous()))
+    err = ctypes.create_string_buffer(4096)
+    nbytes = ctypes.c_size_t(0)
+    _check(lib.qla_gdn_forward_workspace_bytes(ctypes.byref(a), ctypes.byref(nbytes), err, len(err)), err)
+    with torch.cuda.device(dev):
+        workspace = torch.empty(nbytes.value, dtype=torch.uint8, device=dev)
+        a.stream = torch.cuda.current_stream(dev).cuda_stream
+        _check(lib.qla_gdn_forward(ctypes.byref(a), ctypes.c_void_p(workspace.data_ptr()), nbytes.value, err,
+                                   len(err)), err)
+    return o
 
 
 _ROP = "fused_recurrent_gated_delta_rule: "

@@ -48,6 +48,9 @@ std::vector<op::NamedTensor> namedTensors(const ForwardParams &p, const char *oN
   if (p.final_state) v.push_back({"final_state", view(*p.final_state), true});
   if (p.cu_seqlens) v.push_back({"cu_seqlens", view(*p.cu_seqlens), false});
   if (p.checkpoints) v.push_back({"checkpoints", view(*p.checkpoints), true});
+  if (p.state_pool) v.push_back({"state_pool", view(*p.state_pool), true});
+  if (p.initial_slots) v.push_back({"initial_slots", view(*p.initial_slots), false});
+  if (p.final_slots) v.push_back({"final_slots", view(*p.final_slots), false});
   if (p.A_log) v.push_back({"A_log", view(*p.A_log), false});
   if (p.dt_bias) v.push_back({"dt_bias", view(*p.dt_bias), false});
   return v;
@@ -150,16 +153,16 @@ op::Signature stateSignature(const ForwardConfig &c) {
 }
 
 op::Signature fusedSignature(const ForwardConfig &c) {
-  const DType dt = c.dtype, f32 = DType::F32;
-  return {{"Q", "Kt", "Vt", "G", "Beta", "CU", "H0", "HS", "TS", "O", "HT"},
-          {dt, dt, dt, c.gDtype, c.betaDtype, c.cuDtype, f32, f32, dt, dt, f32},
+  const DType dt = c.dtype, f32 = DType::F32, i32 = DType::I32, pt = c.pool ? c.poolDtype : f32;
+  return {{"Q", "Kt", "Vt", "G", "Beta", "CU", "H0", "HS", "TS", "O", "HT", "Pool", "PI", "PO"},
+          {dt, dt, dt, c.gDtype, c.betaDtype, c.cuDtype, f32, f32, dt, dt, f32, pt, i32, i32},
           2};
 }
 
 op::Signature fusedPass1Signature(const ForwardConfig &c) {
-  const DType dt = c.dtype, f32 = DType::F32, bf = DType::BF16;
-  return {{"Kt", "Vt", "G", "TS", "RK", "CU", "H0", "LS", "PH", "PL"},
-          {dt, dt, c.gDtype, dt, f32, c.cuDtype, f32, f32, bf, bf},
+  const DType dt = c.dtype, f32 = DType::F32, bf = DType::BF16, i32 = DType::I32, pt = c.pool ? c.poolDtype : f32;
+  return {{"Kt", "Vt", "G", "TS", "RK", "CU", "H0", "Pool", "PI", "LS", "PH", "PL"},
+          {dt, dt, c.gDtype, dt, f32, c.cuDtype, f32, pt, i32, f32, bf, bf},
           1};
 }
 
@@ -185,6 +188,8 @@ uint32_t configKey(const ForwardConfig &c) {
   put(c.gate, 1);
   put(c.gateBias, 1);
   put(c.stateVFirst, 1);
+  put(c.pool, 1);
+  put(c.poolDtype == DType::BF16, 1);
   return k;
 }
 
@@ -254,6 +259,7 @@ bool launchesPrepare(const Schedule &s) { return !s.fused || s.split; }
 // to the operator, QLA_GDN_FUSED=0 asks for the two-kernel path and
 // QLA_GDN_FUSED=1 for the fused kernel): forwardSchedule's fusedMode.
 int fusedMode(const ForwardParams &p) {
+  if (p.state_pool) return 1;  // only the fused path reads and writes a pool
   if (p.fused != 0) return p.fused > 0 ? 1 : -1;
   const char *e = std::getenv("QLA_GDN_FUSED");
   if (e && std::string(e) == "0") return -1;
@@ -331,6 +337,10 @@ Plan buildPlan(const ForwardParams &p, const WorkspaceLayout &l, void *workspace
   rt::TensorArg CU = c.varlen ? arg(*p.cu_seqlens) : contiguousArg(dummy, {1});
   rt::TensorArg H0 = c.initialState ? arg(*p.initial_state) : contiguousArg(dummy, {N, Hv, K, V});
   rt::TensorArg HT = c.finalState ? arg(*p.final_state) : contiguousArg(dummy, {N, Hv, K, V});
+  // Serving: the state pool and its slots (POOL=1), else stand-ins.
+  rt::TensorArg Pool = p.state_pool ? arg(*p.state_pool) : contiguousArg(dummy, {1, Hv, V, K});
+  rt::TensorArg PI = p.initial_slots ? arg(*p.initial_slots) : contiguousArg(dummy, {1});
+  rt::TensorArg PO = p.final_slots ? arg(*p.final_slots) : contiguousArg(dummy, {1});
   // Without a split the segment tensors are never touched: the dummy stands
   // in. In training mode the segment start states go to the caller's
   // checkpoints (validated: given only with a split, of HS's shape).
@@ -360,13 +370,14 @@ Plan buildPlan(const ForwardParams &p, const WorkspaceLayout &l, void *workspace
   plan.state.scalars = {scale, segChunks};
   plan.state.stream = p.stream;
   if (fused) {
-    plan.fusedArgs.tensors = {arg(p.q), arg(p.k), arg(p.v), arg(p.g), arg(p.beta), CU, H0, HS, TS, arg(p.o), HT};
+    plan.fusedArgs.tensors = {arg(p.q), arg(p.k), arg(p.v), arg(p.g), arg(p.beta), CU, H0, HS, TS, arg(p.o), HT,
+                              Pool, PI, PO};
     plan.fusedArgs.scalars = {scale, segChunks};
     plan.fusedArgs.stream = p.stream;
   }
   if (split) {
     if (fused) {
-      plan.segment.tensors = {arg(p.k), arg(p.v), arg(p.g), TS, RK, CU, H0, LS, PH, PL};
+      plan.segment.tensors = {arg(p.k), arg(p.v), arg(p.g), TS, RK, CU, H0, Pool, PI, LS, PH, PL};
       plan.segment.scalars = {segChunks};
       plan.segment.stream = p.stream;
     } else {
@@ -490,6 +501,38 @@ void validate(const ForwardParams &p, const char *oName) {
 
   validateOptions(p);
 
+  // Serving: the state pool and its slots.
+  if (p.state_pool) {
+    const TensorRef &pool = *p.state_pool;
+    if (p.initial_state || p.final_state)
+      fail("state_pool excludes initial_state and final_state (the pool's slots are the states)");
+    if (p.checkpoints) fail("state_pool excludes checkpoints (a prefill into a pool keeps no training state)");
+    if (p.state_v_first) fail("state_pool is V-first already ([slots, Hv, V, K]); state_v_first does not apply");
+    if (pool.dtype != DType::F32 && pool.dtype != DType::BF16)
+      fail(std::string("state_pool has dtype ") + dtypeName(pool.dtype) + "; expected f32 or bf16");
+    op::checkBasic("state_pool", view(pool), 4, "[slots, Hv, V, K]");
+    if (pool.shape[0] < 1 || pool.shape[1] != Hv || pool.shape[2] != V || pool.shape[3] != K)
+      fail("state_pool has shape " + dims(pool.shape) + "; expected [slots, Hv, V, K] = [slots, " +
+           std::to_string(Hv) + ", " + std::to_string(V) + ", " + std::to_string(K) + "]");
+    const std::vector<int64_t> st = op::stridesOf(view(pool));
+    if (st != std::vector<int64_t>{Hv * V * K, V * K, K, 1})
+      fail("state_pool must be contiguous; got strides " + dims(st));
+    op::checkNoSelfOverlap("state_pool", view(pool));
+    for (const auto &[name, t] : {std::pair<const char *, const std::optional<TensorRef> *>{"initial_slots",
+                                                                                            &p.initial_slots},
+                                  {"final_slots", &p.final_slots}}) {
+      if (!*t) continue;
+      const TensorRef &s = **t;
+      if (s.dtype != DType::I32) fail(std::string(name) + " has dtype " + dtypeName(s.dtype) + "; expected i32");
+      op::checkBasic(name, view(s), 1, "[N]");
+      if (s.shape[0] != N) fail(std::string(name) + " has shape " + dims(s.shape) + "; expected [N] = [" +
+                                std::to_string(N) + "]");
+      op::checkLayout(name, view(s), false);
+    }
+  } else if (p.initial_slots || p.final_slots) {
+    fail("initial_slots and final_slots index a state_pool, which is not given");
+  }
+
   // Outputs: no element written twice, no overlap with any other argument.
   op::checkNoSelfOverlap(oName, view(p.o));
   if (p.final_state) op::checkNoSelfOverlap("final_state", view(*p.final_state));
@@ -602,6 +645,8 @@ ForwardConfig forwardConfig(const ForwardParams &p) {
   c.gate = p.use_gate;
   c.gateBias = p.use_gate && p.dt_bias.has_value();
   c.stateVFirst = p.state_v_first;
+  c.pool = p.state_pool.has_value();
+  c.poolDtype = p.state_pool ? p.state_pool->dtype : DType::F32;
   return c;
 }
 
@@ -617,6 +662,7 @@ std::string ForwardConfig::str() const {
   if (betaActivation) s << " beta_activation=" << betaActivation;
   if (gate) s << " gate=1 dt_bias=" << gateBias;
   if (stateVFirst) s << " state_v_first=1";
+  if (pool) s << " pool=" << dtypeName(poolDtype);
   return s.str();
 }
 
@@ -691,6 +737,10 @@ KernelSpec fusedKernelSpec(const ForwardConfig &c, int64_t bv) {
   // the state kernel's output pass; BV only where it is not the default (V).
   KernelSpec s = prepareKernelSpec(c);
   s.file = kFusedFile;
+  if (c.pool) {
+    s.defines["POOL"] = "1";
+    s.defines["PT"] = dtypeName(c.poolDtype);
+  }
   s.defines["HAS_H0"] = c.initialState ? "1" : "0";
   s.defines["STORE_HT"] = c.finalState ? "1" : "0";
   if (bv != 0 && bv != c.V) {
@@ -712,6 +762,10 @@ KernelSpec fusedPass1KernelSpec(const ForwardConfig &c) {
                {"VARLEN", c.varlen ? "1" : "0"},
                {"L2NORM", c.l2norm ? "1" : "0"},
                {"HAS_H0", c.initialState ? "1" : "0"}};
+  if (c.pool) {
+    s.defines["POOL"] = "1";
+    s.defines["PT"] = dtypeName(c.poolDtype);
+  }
   return s;
 }
 

@@ -59,6 +59,9 @@ qla::gdn::ForwardParams paramsOf(const qla_gdn_forward_args *a) {
   p.A_log = optionalOf("A_log", a->A_log);
   p.dt_bias = optionalOf("dt_bias", a->dt_bias);
   p.state_v_first = a->state_v_first != 0;
+  p.state_pool = optionalOf("state_pool", a->state_pool);
+  p.initial_slots = optionalOf("initial_slots", a->initial_slots);
+  p.final_slots = optionalOf("final_slots", a->final_slots);
   return p;
 }
 
@@ -112,6 +115,9 @@ qla::gdn::ForwardConfig configOf(const qla_gdn_forward_config *c) {
   fc.gate = c->gate != 0;
   fc.gateBias = c->gate == 1;
   fc.stateVFirst = c->state_v_first != 0;
+  if (c->pool < 0 || c->pool > 2) fail("pool is " + std::to_string(c->pool) + " (0: none, 1: f32, 2: bf16)");
+  fc.pool = c->pool != 0;
+  fc.poolDtype = c->pool == 2 ? qla::DType::BF16 : qla::DType::F32;
   fc.K = c->k;
   fc.V = c->v;
   fc.varlen = c->varlen != 0;

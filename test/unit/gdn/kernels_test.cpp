@@ -81,12 +81,12 @@ Expected expectedSignature(const KernelSpec &spec, const ForwardConfig &c) {
             {dt, dt, dt, dt, f32, cu, f32, dt, f32, f32, f32, bf, bf, dt, dt, dt, dt},
             {scale, ls}};
   if (spec.file == "gdn_fwd_fused.qla")
-    return {{"Q", "Kt", "Vt", "G", "Beta", "CU", "H0", "HS", "TS", "O", "HT"},
-            {dt, dt, dt, gt, bt, cu, f32, f32, dt, dt, f32},
+    return {{"Q", "Kt", "Vt", "G", "Beta", "CU", "H0", "HS", "TS", "O", "HT", "Pool", "PI", "PO"},
+            {dt, dt, dt, gt, bt, cu, f32, f32, dt, dt, f32, f32, DType::I32, DType::I32},
             {scale, ls}};
   if (spec.file == "gdn_fwd_fused_pass1.qla")
-    return {{"Kt", "Vt", "G", "TS", "RK", "CU", "H0", "LS", "PH", "PL"},
-            {dt, dt, gt, dt, f32, cu, f32, f32, bf, bf},
+    return {{"Kt", "Vt", "G", "TS", "RK", "CU", "H0", "Pool", "PI", "LS", "PH", "PL"},
+            {dt, dt, gt, dt, f32, cu, f32, f32, DType::I32, f32, bf, bf},
             {ls}};
   if (spec.file == "gdn_bwd_dh.qla")
     return {{"Q", "Kt", "W", "DO", "GC", "CU", "H", "DHT", "DH", "DVD", "DH0", "SD", "GS", "LS", "PH", "PL"},
@@ -620,7 +620,7 @@ TEST_CASE("GDN: fused launch plans", "[gdn][kernels][nvrtc]") {
         CHECK(plan.fusedGrid == std::array<int64_t, 3>{V / bv, Hv, NZ});
         CHECK(plan.fusedSpec.defines.count("BV") == (bv == 64 ? 1u : 0u));
         auto &ft = plan.fusedArgs.tensors;
-        REQUIRE(ft.size() == 11);
+        REQUIRE(ft.size() == 14);  // ..., Pool, PI, PO: stand-ins without a state pool
         CHECK(ft[0].data == p.q.data);
         CHECK(ft[1].data == p.k.data);
         CHECK(ft[2].data == p.v.data);
@@ -635,8 +635,8 @@ TEST_CASE("GDN: fused launch plans", "[gdn][kernels][nvrtc]") {
           CHECK(ft[7].shape[0] == NZ);
           // Pass 1 reads prepare's T' and writes what the merge reads: LS, PH, PL.
           auto &st = plan.segment.tensors;
-          REQUIRE(st.size() == 10);
-          for (int t : {7, 8, 9}) CHECK(st[t].data == plan.merge.tensors[t - 5].data);
+          REQUIRE(st.size() == 12);  // ..., H0, Pool, PI, LS, PH, PL
+          for (int t : {9, 10, 11}) CHECK(st[t].data == plan.merge.tensors[t - 7].data);
           auto &pt = plan.prepare.tensors;
           REQUIRE(pt.size() == 12);
           CHECK(st[3].data == pt[9].data);  // TS
@@ -1108,7 +1108,7 @@ TEST_CASE("GDN: training-mode checkpoints are the split's segment start states",
       CHECK(plan.merge.tensors[5].shape == shape);
       if (fused > 0) {
         REQUIRE(plan.fused);
-        REQUIRE(plan.fusedArgs.tensors.size() == 11);
+        REQUIRE(plan.fusedArgs.tensors.size() == 14);
         CHECK(plan.fusedArgs.tensors[7].data == fakePtr(17));
       } else {
         REQUIRE(plan.state.tensors.size() == 17);

@@ -199,6 +199,33 @@ TEST_CASE("GDN forward and backward: V-first states (state_v_first)", "[gdn][val
   CHECK(qla::gdn::stateTransposeKernelSpec(c, true).str() == "gdn_state_t.qla -D CC=64 -D R=128");
 }
 
+TEST_CASE("GDN forward: prefill into a state pool's arguments", "[gdn][validate]") {
+  const Shape sh;  // B = 2, Hv = 8, K = V = 128
+  ForwardParams p = validParams(sh);
+  p.state_pool = TensorRef{fakePtr(40), DType::F32, {5, sh.Hv, sh.V, sh.K}, {}};
+  CHECK(validationError(p) == "<no error>");
+  CHECK(qla::gdn::forwardConfig(p).pool);
+  CHECK(qla::gdn::fusedKernelSpec(qla::gdn::forwardConfig(p)).defines.at("POOL") == "1");
+  p.initial_slots = TensorRef{fakePtr(41), DType::I32, {sh.B}, {}};
+  p.final_slots = TensorRef{fakePtr(42), DType::I32, {sh.B}, {}};
+  CHECK(validationError(p) == "<no error>");
+  p.final_slots = TensorRef{fakePtr(42), DType::I64, {sh.B}, {}};
+  CHECK(validationError(p) == P + "final_slots has dtype i64; expected i32");
+  p.final_slots = TensorRef{fakePtr(42), DType::I32, {sh.B + 1}, {}};
+  CHECK(validationError(p) == P + "final_slots has shape [3]; expected [N] = [2]");
+  p.final_slots.reset();
+  p.state_pool = TensorRef{fakePtr(40), DType::F16, {5, sh.Hv, sh.V, sh.K}, {}};
+  CHECK(validationError(p) == P + "state_pool has dtype f16; expected f32 or bf16");
+  p.state_pool = TensorRef{fakePtr(40), DType::F32, {5, sh.Hv, sh.K, sh.V / 2}, {}};
+  CHECK(validationError(p) == P + "state_pool has shape [5, 8, 128, 64]; expected [slots, Hv, V, K] = [slots, 8, 128, 128]");
+  p.state_pool = TensorRef{fakePtr(40), DType::BF16, {5, sh.Hv, sh.V, sh.K}, {}};
+  p.initial_state = TensorRef{fakePtr(6), DType::F32, {sh.B, sh.Hv, sh.K, sh.V}, {}};
+  CHECK(validationError(p) == P + "state_pool excludes initial_state and final_state (the pool's slots are the states)");
+  p.initial_state.reset();
+  p.state_pool.reset();
+  CHECK(validationError(p) == P + "initial_slots and final_slots index a state_pool, which is not given");
+}
+
 TEST_CASE("GDN forward: dtype errors", "[gdn][validate]") {
   ForwardParams p = validParams();
   SECTION("q") {

@@ -78,6 +78,14 @@ struct ForwardParams {
   // FLA's state_v_first: initial_state and final_state are [N, Hv, V, K]
   // (V-first; transposed by gdn_state_t.qla around the operator).
   bool state_v_first = false;
+  // Serving (prefill into a state pool): the serving stacks' pool [slots,
+  // Hv, V, K] (V-first) f32 or bf16, read and written in place by the fused
+  // kernel itself (no gather, no scatter): sequence n starts from slot
+  // initial_slots[n] ([N] int32; < 0, or initial_slots absent: a zero state)
+  // and its final state goes to slot final_slots[n] ([N] int32; < 0 or
+  // absent: not stored; it may be initial_slots). Excludes initial_state,
+  // final_state and checkpoints; the call then takes the fused path.
+  std::optional<TensorRef> state_pool, initial_slots, final_slots;
   // Optional host copy of cu_seqlens (N + 1 values): validated (starts at 0,
   // non-decreasing, ends at T), and the cost model plans the split and the V
   // slice for these lengths (without it: for the worst case of the total).
@@ -159,6 +167,8 @@ struct ForwardConfig {
   bool gate = false;
   bool gateBias = false;
   bool stateVFirst = false;       // ForwardParams::state_v_first (gdn_state_t.qla around the rest)
+  bool pool = false;              // ForwardParams::state_pool (POOL=1 in the fused kernel and its pass 1)
+  DType poolDtype = DType::F32;   // its dtype (PT)
 
   bool operator==(const ForwardConfig &o) const;
   std::string str() const;  // "dtype=bf16 beta=f32 g=f32 K=128 V=128 varlen=0 ..."

@@ -19,7 +19,7 @@
 extern "C" {
 #endif
 
-#define QLA_GDN_ABI_VERSION 7
+#define QLA_GDN_ABI_VERSION 8
 
 /* Dtype codes (the values of qla::DType). */
 enum { QLA_GDN_BF16 = 0, QLA_GDN_F16 = 1, QLA_GDN_F32 = 2, QLA_GDN_I32 = 3, QLA_GDN_I64 = 4 };
@@ -57,6 +57,9 @@ typedef struct qla_gdn_forward_args {
   qla_gdn_tensor dt_bias;     /* (ABI 6) optional [Hv] f32, with use_gate */
   int32_t state_v_first;      /* (ABI 7) initial_state and final_state are [N, Hv, V, K] */
   int32_t reserved7;
+  qla_gdn_tensor state_pool;  /* (ABI 8) optional [slots, Hv, V, K] f32/bf16, read and written in place */
+  qla_gdn_tensor initial_slots; /* (ABI 8) optional [N] i32: each sequence's start slot (< 0: zero) */
+  qla_gdn_tensor final_slots;   /* (ABI 8) optional [N] i32: where each final state goes (< 0: nowhere) */
 } qla_gdn_forward_args;
 
 /* Specialization selector for qla_gdn_forward_warmup. */
@@ -73,6 +76,7 @@ typedef struct qla_gdn_forward_config {
   int32_t beta_activation; /* 0, 1 or 2, as in qla_gdn_forward_args (ABI 5) */
   int32_t gate;            /* 0: none; 1: the in-kernel gate with dt_bias; 2: without (ABI 6) */
   int32_t state_v_first;   /* 0 or 1 (ABI 7) */
+  int32_t pool;            /* 0: no state pool; 1: an f32 pool; 2: a bf16 pool (ABI 8) */
 } qla_gdn_forward_config;
 
 /* The backward (qla::gdn::backward): the forward's inputs again, the
