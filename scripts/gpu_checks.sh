@@ -12,6 +12,8 @@
 #   fwd-fused-head ... and QLA_GDN_FUSED_BV=128   (the fused kernel with a whole head per CTA)
 #   fwd-two        the same with QLA_GDN_FUSED=0  (the two-kernel path)
 #   bwd            test/gpu/test_gdn_backward.py --no-large
+#   bwd-fused      the same with --fused          (the fused gradient kernel, every case in f16)
+#   serving        test/gpu/test_serving.py       (prefill into a pool, decode, verify)
 #   fla-backend    test/gpu/test_fla_backend.py   (needs FLA on PYTHONPATH; one process per call,
 #                  scripts/fla_backend_parallel.sh)
 #   gla            test/gpu/test_gla.py --no-large
@@ -28,7 +30,7 @@ set -u -o pipefail
 
 usage() { sed -n '2,/^set -u/{/^set -u/d;s/^# \{0,1\}//;p}' "$0"; }
 
-all_steps=(examples line-info fwd fwd-fused fwd-fused-64 fwd-fused-head fwd-two bwd fla-backend gla)
+all_steps=(examples line-info fwd fwd-fused fwd-fused-64 fwd-fused-head fwd-two bwd bwd-fused serving fla-backend gla)
 only=() skip=() timeout_s=300 logs="${OUT:-build-gpu-checks}"
 while (($#)); do
   case "$1" in
@@ -59,6 +61,8 @@ declare -A cmd=(
   [fwd-fused-head]="env QLA_GDN_FUSED=1 QLA_GDN_FUSED_BV=128 $PY -u -X faulthandler test/gpu/test_gdn_forward.py"
   [fwd-two]="env QLA_GDN_FUSED=0 $PY -u -X faulthandler test/gpu/test_gdn_forward.py"
   [bwd]="$PY -u -X faulthandler test/gpu/test_gdn_backward.py --no-large"
+  [bwd-fused]="$PY -u -X faulthandler test/gpu/test_gdn_backward.py --no-large --fused"
+  [serving]="$PY -u -X faulthandler test/gpu/test_serving.py"
   [fla-backend]="bash scripts/fla_backend_parallel.sh $logs/fla-backend --timeout $((timeout_s > 20 ? timeout_s - 10 : timeout_s))"
   [gla]="$PY -u test/gpu/test_gla.py --no-large"
 )
