@@ -20,7 +20,7 @@
 #include <mutex>
 #include <sstream>
 
-#include "qla/sim/sched.h"  // qla_sim_config, qla_sim_launch_fn (plain C)
+#include "qla/sim/abi.h"  // qla_sim_config, qla_sim_launch_fn, SimMap
 
 #ifndef QLA_SIM_DEFAULT_CXX
 #define QLA_SIM_DEFAULT_CXX "c++"
@@ -213,18 +213,10 @@ void SimModule::run(void **argv, const std::array<int64_t, 3> &grid, int threads
 
 CUtensorMap simTensorMap(DType dtype, void *data, const std::vector<int64_t> &shape,
                          const std::vector<int64_t> &strides, const std::vector<uint32_t> &box, Swizzle swizzle) {
-  struct SimMap {  // qla/sim/device.h's qla::sim::SimMap
-    std::uint64_t magic;
-    const unsigned char *base;
-    std::uint32_t rank, elemBytes;
-    std::uint64_t dims[5];
-    std::uint64_t strides[4];
-    std::uint32_t box[5];
-    std::uint32_t swizzle;
-  };
+  using qla::sim::SimMap;
   static_assert(sizeof(SimMap) <= sizeof(CUtensorMap), "fits a CUtensorMap");
   SimMap m{};
-  m.magic = 0x51414c53494d4150ull;
+  m.magic = qla::sim::kMapMagic;
   m.base = static_cast<const unsigned char *>(data);
   const size_t rank = shape.size();
   m.rank = uint32_t(rank);
@@ -235,8 +227,7 @@ CUtensorMap simTensorMap(DType dtype, void *data, const std::vector<int64_t> &sh
     m.box[i] = box[src];
     if (i > 0) m.strides[i - 1] = uint64_t(strides[src]) * m.elemBytes;
   }
-  static const uint32_t code[] = {0, 1, 2, 3};
-  m.swizzle = code[int(swizzle) & 3];
+  m.swizzle = uint32_t(swizzle) & 3u;  // rt::Swizzle's codes are the simulator's
   CUtensorMap out;
   std::memset(&out, 0, sizeof out);
   std::memcpy(&out, &m, sizeof m);

@@ -33,11 +33,15 @@ std::optional<qla::gdn::TensorRef> optionalOf(const char *name, const qla_gdn_te
                                                        [](const std::string &m) { fail(m); });
 }
 
+void checkAbi(int32_t callers) {
+  if (callers != QLA_GDN_ABI_VERSION)
+    fail("ABI version " + std::to_string(callers) + " of the caller does not match the library's " +
+         std::to_string(QLA_GDN_ABI_VERSION));
+}
+
 qla::gdn::ForwardParams paramsOf(const qla_gdn_forward_args *a) {
   if (!a) fail("the argument struct is NULL");
-  if (a->abi_version != QLA_GDN_ABI_VERSION)
-    fail("ABI version " + std::to_string(a->abi_version) + " of the caller does not match the library's " +
-         std::to_string(QLA_GDN_ABI_VERSION));
+  checkAbi(a->abi_version);
   qla::gdn::ForwardParams p;
   p.q = tensorOf("q", a->q);
   p.k = tensorOf("k", a->k);
@@ -67,9 +71,7 @@ qla::gdn::ForwardParams paramsOf(const qla_gdn_forward_args *a) {
 
 qla::gdn::BackwardParams backwardParamsOf(const qla_gdn_backward_args *a) {
   if (!a) fail("the argument struct is NULL");
-  if (a->abi_version != QLA_GDN_ABI_VERSION)
-    fail("ABI version " + std::to_string(a->abi_version) + " of the caller does not match the library's " +
-         std::to_string(QLA_GDN_ABI_VERSION));
+  checkAbi(a->abi_version);
   qla::gdn::BackwardParams p;
   p.q = tensorOf("q", a->q);
   p.k = tensorOf("k", a->k);
@@ -135,9 +137,7 @@ int guarded(char *err, size_t errlen, F &&f) {
 
 qla::gdn::RecurrentParams recurrentParamsOf(const qla_gdn_recurrent_args *a) {
   if (!a) fail("the argument struct is NULL");
-  if (a->abi_version != QLA_GDN_ABI_VERSION)
-    fail("ABI version " + std::to_string(a->abi_version) + " of the caller does not match the library's " +
-         std::to_string(QLA_GDN_ABI_VERSION));
+  checkAbi(a->abi_version);
   qla::gdn::RecurrentParams p;
   p.q = tensorOf("q", a->q);
   p.k = tensorOf("k", a->k);

@@ -489,20 +489,8 @@ namespace sim {
 // Tensor maps and TMA
 //===----------------------------------------------------------------------===//
 
-// The simulator's encoding of a tensor map (runtime/src/Sim.cpp writes it in
-// place of the driver's): dims and box innermost first, byte strides of
-// dims 1.., swizzle 0 none / 1 32B / 2 64B / 3 128B (rt::Swizzle).
-struct SimMap {
-  std::uint64_t magic;
-  const unsigned char *base;
-  std::uint32_t rank, elemBytes;
-  std::uint64_t dims[5];
-  std::uint64_t strides[4];
-  std::uint32_t box[5];
-  std::uint32_t swizzle;
-};
-static_assert(sizeof(SimMap) <= 128, "a tensor map is 128 bytes");
-constexpr std::uint64_t kMapMagic = 0x51414c53494d4150ull;  // "QALSIMAP"
+// SimMap (qla/sim/abi.h): what runtime/src/Sim.cpp writes in place of the
+// driver's tensor map.
 
 inline const SimMap &simMap(const void *m, const char *what) {
   const SimMap *s = static_cast<const SimMap *>(m);

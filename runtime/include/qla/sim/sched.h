@@ -22,18 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
-// The launch ABI between runtime/src/Sim.cpp and a simulated kernel's shared
-// object (plain C: the two are built by different compilers' runs).
-extern "C" {
-struct qla_sim_config {
-  unsigned grid[3];
-  unsigned threads;
-  unsigned smem_bytes;  // dynamic shared memory the kernel asked for
-  unsigned cluster[3];
-};
-// Runs the whole grid; 0 on success, else writes the reason into err.
-typedef int (*qla_sim_launch_fn)(void **args, const qla_sim_config *cfg, char *err, size_t errlen);
-}
+#include "qla/sim/abi.h"  // qla_sim_config, the launch entry's type
 
 // CUDA's built-in index variables: the scheduler sets them on every switch.
 struct qla_sim_dim3 {

@@ -703,6 +703,46 @@ Data prefix(const Problem &pb, const Data &d, int64_t Tp) {
   return e;
 }
 
+// A random V-first state pool of `slots` slots of sv values (0.1 randn,
+// exact in its dtype).
+std::vector<double> randomPool(int64_t slots, size_t sv, DType poolDt) {
+  std::vector<double> pool(size_t(slots) * sv);
+  for (double &x : pool) {
+    x = 0.1 * randn();
+    x = poolDt == DType::BF16 ? fromHalf(DType::BF16, toHalf(DType::BF16, float(x))) : double(float(x));
+  }
+  return pool;
+}
+
+// The reference's initial states (K-first, into h0) from the pool's slots
+// `from` (< 0: zero).
+void startStates(const std::vector<double> &pool, const std::vector<int32_t> &from, size_t sv, int64_t V, int64_t K,
+                 std::vector<double> &h0) {
+  for (size_t n = 0; n < from.size(); ++n) {
+    std::vector<double> s(sv, 0.0);
+    if (from[n] >= 0) s.assign(pool.begin() + long(size_t(from[n]) * sv), pool.begin() + long(size_t(from[n] + 1) * sv));
+    const std::vector<double> kf = swapLast(s, V, K);
+    std::copy(kf.begin(), kf.end(), h0.begin() + long(n * sv));
+  }
+}
+
+// Every slot not in `written` is the pool as it was, bit for bit.
+void checkUntouched(const std::vector<float> &got, const std::vector<double> &pool, const std::vector<int32_t> &written,
+                    size_t sv, DType poolDt) {
+  for (size_t s = 0; s < pool.size() / sv; ++s) {
+    if (std::find(written.begin(), written.end(), int32_t(s)) != written.end()) continue;
+    for (size_t i = 0; i < sv; ++i) {
+      const double x = pool[s * sv + i];
+      const float want = poolDt == DType::BF16 ? fromHalf(DType::BF16, toHalf(DType::BF16, float(x))) : float(x);
+      if (got[s * sv + i] != want) {
+        INFO("slot " << s << " element " << i);
+        CHECK(got[s * sv + i] == want);
+        break;
+      }
+    }
+  }
+}
+
 // Decode / verify through qla::gdn::recurrent on the simulator: N
 // sequences of T tokens over a V-first pool; reads from slots 0.. (one
 // sequence from none), every token's state written to its own slot (one
@@ -722,19 +762,9 @@ void runRecurrent(Problem pb, DType poolDt) {
   for (int64_t n = 0; n < N; ++n) ri[size_t(n)] = n == 1 ? -1 : int32_t(n);
   for (int64_t i = 0; i < N * T; ++i) wi[size_t(i)] = i == 1 ? -1 : int32_t(N + i);
   // The pool (V-first), random; the reference's initial states from it (K-first).
-  std::vector<double> pool(size_t(slots * Hv * V * K));
-  for (double &x : pool) {
-    x = 0.1 * randn();
-    if (poolDt == DType::BF16) x = fromHalf(DType::BF16, toHalf(DType::BF16, float(x)));
-    else x = double(float(x));
-  }
   const size_t sv = size_t(Hv * V * K);
-  for (int64_t n = 0; n < N; ++n) {
-    std::vector<double> s(size_t(Hv * V * K), 0.0);
-    if (ri[size_t(n)] >= 0) s.assign(pool.begin() + long(size_t(ri[size_t(n)]) * sv), pool.begin() + long(size_t(ri[size_t(n)] + 1) * sv));
-    const std::vector<double> kf = swapLast(s, V, K);
-    std::copy(kf.begin(), kf.end(), d.h0.begin() + long(size_t(n) * sv));
-  }
+  const std::vector<double> pool = randomPool(slots, sv, poolDt);
+  startStates(pool, ri, sv, V, K, d.h0);
   Tensor q(pb.dt, {N, T, pb.Hqk, K}), k(pb.dt, {N, T, pb.Hqk, K}), v(pb.dt, {N, T, Hv, V}), g(DType::F32, {N, T, Hv}),
       beta(DType::F32, {N, T, Hv}), o(pb.dt, {N, T, Hv, V}), P(poolDt, {slots, Hv, V, K}), R(DType::I32, {N}),
       W(DType::I32, {N, T}), alog(DType::F32, {Hv}), dtb(DType::F32, {Hv});
@@ -810,20 +840,7 @@ void runRecurrent(Problem pb, DType poolDt) {
   }
   std::printf("  written states (worst) %.2e\n", worst);
   // Slots nobody writes (the read slots, the skipped write) are unchanged.
-  for (int64_t s = 0; s < slots; ++s) {
-    bool written = false;
-    for (int32_t w : wi) written = written || w == s;
-    if (written) continue;
-    for (size_t i = 0; i < sv; ++i) {
-      const float want = poolDt == DType::BF16 ? fromHalf(DType::BF16, toHalf(DType::BF16, float(pool[size_t(s) * sv + i])))
-                                               : float(pool[size_t(s) * sv + i]);
-      if (got[size_t(s) * sv + i] != want) {
-        INFO("slot " << s << " element " << i);
-        CHECK(got[size_t(s) * sv + i] == want);
-        break;
-      }
-    }
-  }
+  checkUntouched(got, pool, wi, sv, poolDt);
 }
 
 }  // namespace
@@ -842,20 +859,13 @@ void runPrefill(Problem pb, DType poolDt, bool split) {
   Data d = makeData(pb);
   const int64_t slots = 2 * N + 1;
   const size_t sv = size_t(Hv * V * K);
-  std::vector<double> pool(size_t(slots) * sv);
-  for (double &x : pool) x = poolDt == DType::BF16 ? fromHalf(DType::BF16, toHalf(DType::BF16, float(0.1 * randn())))
-                                                   : double(float(0.1 * randn()));
+  const std::vector<double> pool = randomPool(slots, sv, poolDt);
   std::vector<int32_t> in(static_cast<size_t>(N)), out(static_cast<size_t>(N));
   for (int64_t n = 0; n < N; ++n) {
     in[size_t(n)] = n == 0 ? -1 : int32_t(n);
     out[size_t(n)] = n == N - 1 ? int32_t(n) : int32_t(N + n);  // the last in place
   }
-  for (int64_t n = 0; n < N; ++n) {
-    std::vector<double> s(sv, 0.0);
-    if (in[size_t(n)] >= 0) s.assign(pool.begin() + long(size_t(in[size_t(n)]) * sv), pool.begin() + long(size_t(in[size_t(n)] + 1) * sv));
-    const std::vector<double> kf = swapLast(s, V, K);
-    std::copy(kf.begin(), kf.end(), d.h0.begin() + long(size_t(n) * sv));
-  }
+  startStates(pool, in, sv, V, K, d.h0);
   const Grads ref = reference(pb, d, false);
   const int64_t B = pb.B;
   Tensor q(pb.dt, {B, T, pb.Hqk, K}), k(pb.dt, {B, T, pb.Hqk, K}), v(pb.dt, {B, T, Hv, V}), g(DType::F32, {B, T, Hv}),
@@ -896,20 +906,7 @@ void runPrefill(Problem pb, DType poolDt, bool split) {
     CHECK(e <= 0.005);
   }
   std::printf("  final states %.2e\n", worst);
-  for (int64_t s = 0; s < slots; ++s) {
-    bool written = false;
-    for (int32_t w : out) written = written || w == s;
-    if (written) continue;
-    for (size_t i = 0; i < sv; ++i) {
-      const float want = poolDt == DType::BF16 ? fromHalf(DType::BF16, toHalf(DType::BF16, float(pool[size_t(s) * sv + i])))
-                                               : float(pool[size_t(s) * sv + i]);
-      if (got[size_t(s) * sv + i] != want) {
-        INFO("slot " << s << " element " << i);
-        CHECK(got[size_t(s) * sv + i] == want);
-        break;
-      }
-    }
-  }
+  checkUntouched(got, pool, out, sv, poolDt);
 }
 
 TEST_CASE("GDN prefill into a state pool on the simulator", "[gdn][sim][pool]") {
