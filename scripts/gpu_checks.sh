@@ -12,7 +12,7 @@
 #   fwd-fused-head ... and QLA_GDN_FUSED_BV=128   (the fused kernel with a whole head per CTA)
 #   fwd-two        the same with QLA_GDN_FUSED=0  (the two-kernel path)
 #   bwd            test/gpu/test_gdn_backward.py --no-large
-#   bwd-fused      the same with --fused          (the fused gradient kernel, every case in f16)
+#   bwd-fused      the same with --fused          (the fused gradient kernel, every case)
 #   serving        test/gpu/test_serving.py       (prefill into a pool, decode, verify)
 #   fla-backend    test/gpu/test_fla_backend.py   (needs FLA on PYTHONPATH; one process per call,
 #                  scripts/fla_backend_parallel.sh)

@@ -17,9 +17,9 @@ calls; bad gradient inputs raise an error naming the problem.
         [--seed N] [--filter SUBSTR] [--no-large] [--verbose] [--fused]
 
 --fused runs the same suite on the fused gradient kernel
-(QLA_GDN_BWD_FUSED=1, kernels/gdn/gdn_bwd_fused.qla): every case in f16
-(what it takes; the L2 norm included), and a last check that the kernel ran
-(QLA's log names gdn_bwd_fused when it is compiled or loaded).
+(QLA_GDN_BWD_FUSED=1, kernels/gdn/gdn_bwd_fused.qla; it takes every case,
+bf16 with hi + lo pairs), and a last check that the kernel ran (QLA's log
+names gdn_bwd_fused when it is compiled or loaded).
 
 Prints SKIP and exits 0 without PyTorch or a GPU; otherwise a table and
 "N passed, M failed", exit status 1 on any failure.
@@ -37,20 +37,9 @@ sys.path.insert(0, HERE)
 import test_gdn_forward as fw  # noqa: E402  (the float64 reference and the input generator)
 
 BARS = dict(dq=8e-3, dk=8e-3, dv=8e-3, dh0=8e-3, dbeta=2e-2, dg=2e-2)
-FUSED = False  # --fused: every case as the fused gradient kernel takes it
+FUSED = False  # --fused: every case on the fused gradient kernel
 
 
-def adapt(case):
-    """The case as the run takes it: with --fused in f16 (g and beta too where
-    given in a half type)."""
-    if not FUSED:
-        return case
-    c = dict(case)
-    c["dtype"] = "f16"
-    for key in ("g", "beta"):
-        if c.get(key) == "bf16":
-            c[key] = "f16"
-    return c
 NAMES = ["dq", "dk", "dv", "dg", "dbeta", "dh0"]
 torch = None
 
@@ -97,7 +86,6 @@ def grads_qla(fn, case, inp, do, dht):
 
 
 def make_case_inputs(case, gen):
-    case.update(adapt(case))
     inp = fw.make_inputs(case, gen)
     g_dt = case.get("g")
     if g_dt:
@@ -352,7 +340,7 @@ def warm(cases):
     """Compiles every kernel the cases use (forward and backward) into the
     kernel cache; needs neither torch nor a GPU."""
     from qla import gdn
-    for c in map(adapt, cases):
+    for c in cases:
         for bwd in (False, True):
             gdn.warmup(c["dtype"], c["K"], c["V"], beta_dtype=c.get("beta", "f32"), varlen=bool(c.get("lens")),
                        cu_dtype=c.get("cu_dtype", "i32"), use_qk_l2norm=bool(c.get("l2")),
@@ -368,7 +356,7 @@ def main():
     ap.add_argument("--no-large", action="store_true")
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--fused", action="store_true",
-                    help="the fused gradient kernel (QLA_GDN_BWD_FUSED=1): every case in f16")
+                    help="the fused gradient kernel (QLA_GDN_BWD_FUSED=1): every case")
     ap.add_argument("--warm-only", action="store_true",
                     help="only compile the suite's kernels into the kernel cache (no torch, no GPU needed)")
     args = ap.parse_args()

@@ -320,8 +320,8 @@ struct BackwardConfig {
   int dhBv = 32;      // the V slice of gdn_bwd_dh.qla's CTAs (32 or 64; backwardConfig picks it)
   // gdn_bwd_fused.qla in place of gdn_bwd_dh (pass 2), gdn_bwd_dqk and
   // gdn_bwd_wy: a first version, off by default (QLA_GDN_BWD_FUSED=1 turns
-  // it on where fusedBackwardEligible); checked against float64 on QLA's CPU
-  // simulator (ctest gdn_sim), not yet run on a GPU.
+  // it); checked against float64 on QLA's CPU simulator (ctest gdn_sim),
+  // not yet run on a GPU.
   bool fused = false;
   bool hilo() const { return recomputeHiLo(fwd.dtype); }  // HILO=1 (above)
   std::string str() const;
@@ -343,10 +343,9 @@ KernelSpec dhMergeKernelSpec(const BackwardConfig &c);    // gdn_fwd_merge.qla R
 KernelSpec dqkKernelSpec(const BackwardConfig &c);
 KernelSpec wyKernelSpec(const BackwardConfig &c);
 KernelSpec finishKernelSpec(const BackwardConfig &c);
-// The fused gradient kernel (c.fused); fusedBackwardEligible: whether it
-// takes c (f16 inputs, with or without the L2 norm: with bf16 its T = 1 dk
-// tail misses the bar without hi + lo pairs it lacks; QLA_GDN_BWD_FUSED=all
-// forces it for experiments).
+// The fused gradient kernel (c.fused; with bf16 HILO=1: V_new's lo part
+// from the recompute, dQK as a hi + lo pair); fusedBackwardEligible: whether
+// it takes c (K and V up to 128: every configuration the backward takes).
 KernelSpec fusedBackwardKernelSpec(const BackwardConfig &c);
 bool fusedBackwardEligible(const BackwardConfig &c);
 // Every kernel spec backward() may launch for c (the nine above, plus the

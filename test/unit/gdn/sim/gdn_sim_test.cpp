@@ -84,7 +84,7 @@ struct Problem {
   DType dt = DType::F16;
   std::vector<int64_t> offsets;  // varlen when non-empty (B = 1, T = offsets.back())
   bool l2norm = false, h0 = false, dht = false;
-  int fusedBackward = 0;  // 1: QLA_GDN_BWD_FUSED=1 (gdn_bwd_fused.qla); 2: =all (bf16 too)
+  int fusedBackward = 0;  // 1: QLA_GDN_BWD_FUSED=1 (gdn_bwd_fused.qla)
   int fusedForward = 0;   // ForwardParams::fused (1: gdn_fwd_fused.qla)
   int betaAct = 0;        // ForwardParams::beta_activation: beta holds logits b, β = betaAct sigmoid(b)
   bool gate = false;      // ForwardParams::use_gate: g holds g_raw, log decay −exp(A_log) softplus(g_raw + dt_bias)
@@ -457,7 +457,7 @@ Errors measure(const Problem &pb, bool skipForward, bool measureOnly) {
   if (pb.dht) bp.dht = dht.ref();
   bp.dq = dq.ref(), bp.dk = dk.ref(), bp.dv = dv.ref(), bp.dg = dg.ref(), bp.dbeta = dbeta.ref();
   dq.poison(), dk.poison(), dv.poison(), dg.poison(), dbeta.poison(), dh0.poison(), dalog.poison(), ddtb.poison();
-  if (pb.fusedBackward) setenv("QLA_GDN_BWD_FUSED", pb.fusedBackward == 2 ? "all" : "1", 1);
+  if (pb.fusedBackward) setenv("QLA_GDN_BWD_FUSED", "1", 1);
   else unsetenv("QLA_GDN_BWD_FUSED");
   INFO("backward kernels: " << qla::gdn::backwardConfig(bp).str());
   REQUIRE(qla::gdn::backwardConfig(bp).fused == (pb.fusedBackward != 0));
@@ -579,14 +579,14 @@ TEST_CASE("GDN backward on the simulator: the fused gradient kernel, K = V = 128
 TEST_CASE("GDN backward on the simulator: the fused gradient kernel, bf16 (forced), L2 norm, GVA, varlen",
           "[gdn][sim][fused]") {
   Problem pb;
-  // bf16 is not eligible by default (its T = 1 dk tail, below): forced.
-  pb.name = "fused (forced) bf16 varlen [0,1,70,200] Hv=2 l2 h0 dht";
+  // bf16: V_new and dQK as hi + lo pairs (HILO).
+  pb.name = "fused bf16 varlen [0,1,70,200] Hv=2 l2 h0 dht";
   pb.dt = DType::BF16;
   pb.offsets = {0, 1, 70, 200};
   pb.T = 200;
   pb.Hv = 2;
   pb.l2norm = pb.h0 = pb.dht = true;
-  pb.fusedBackward = 2;
+  pb.fusedBackward = 1;
   runCase(pb);
 }
 
@@ -667,7 +667,7 @@ TEST_CASE("the backward's error tail at T = 1 on the simulator", "[.tail]") {
     Problem pb;
     pb.name = fused ? "fused" : "six kernels";
     pb.B = 2, pb.T = 1, pb.Hqk = 2, pb.Hv = 4, pb.K = pb.V = 128, pb.dt = DType::BF16, pb.h0 = true;
-    pb.fusedBackward = fused ? 2 : 0;  // bf16: forced
+    pb.fusedBackward = fused;
     std::vector<Errors> all;
     for (int s = 0; s < seeds; ++s) all.push_back(measure(pb, true, true));
     auto stat = [&](double Errors::*f, double bar, const char *name) {
