@@ -67,3 +67,24 @@ if(SKBUILD)
   install(TARGETS qla LIBRARY DESTINATION qla COMPONENT python)
   install(TARGETS qlac RUNTIME DESTINATION "${SKBUILD_SCRIPTS_DIR}" COMPONENT python)
 endif()
+
+# Prebuilt kernels (docs/install.md, "No cold start"): a folder that
+# `python -m qla warmup --cache-dir DIR` filled, installed read-only as
+# prebuilt/ beside libqla.so, where the kernel cache looks after its own
+# folder (pip wheel . -Ccmake.define.QLA_PREBUILT_DIR=DIR puts it into the
+# wheel). Entries serve only the NVRTC version and GPU they were built for.
+set(QLA_PREBUILT_DIR "" CACHE PATH "kernel cache entries (*.qlak) to install as prebuilt/ beside libqla.so")
+if(QLA_PREBUILT_DIR)
+  if(NOT IS_DIRECTORY "${QLA_PREBUILT_DIR}")
+    message(FATAL_ERROR "QLA_PREBUILT_DIR=${QLA_PREBUILT_DIR} is not a folder (fill one with "
+                        "`python -m qla warmup --cache-dir DIR`)")
+  endif()
+  file(GLOB _qla_prebuilt "${QLA_PREBUILT_DIR}/*.qlak")
+  list(LENGTH _qla_prebuilt _qla_prebuilt_n)
+  message(STATUS "QLA: installing ${_qla_prebuilt_n} prebuilt kernels from ${QLA_PREBUILT_DIR}")
+  if(SKBUILD)
+    install(FILES ${_qla_prebuilt} DESTINATION qla/prebuilt COMPONENT python)
+  else()
+    install(FILES ${_qla_prebuilt} DESTINATION ${CMAKE_INSTALL_LIBDIR}/prebuilt)
+  endif()
+endif()

@@ -160,6 +160,15 @@ const char *qla_nvrtc_version(void) {
 
 const char *qla_cache_dir(void) { return qla::rt::KernelCache::global().directory().c_str(); }
 
+const char *qla_prebuilt_dirs(void) {
+  static const std::string s = [] {
+    std::string j;
+    for (const std::string &d : qla::rt::KernelCache::global().prebuiltDirectories()) j += (j.empty() ? "" : ":") + d;
+    return j;
+  }();
+  return s.c_str();
+}
+
 int qla_gpu_available(char *msg, size_t msglen) {
   try {
     std::string why;

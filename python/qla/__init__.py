@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 
 __all__ = ["compile", "compile_string", "Kernel", "QlaError", "library_path", "version",
-           "nvrtc_version", "cache_dir", "gpu_available", "trace_dump"]
+           "nvrtc_version", "cache_dir", "prebuilt_dirs", "gpu_available", "trace_dump"]
 
 
 class QlaError(RuntimeError):
@@ -74,6 +74,8 @@ def _load():
             lib.qla_nvrtc_version.restype = c.c_char_p
         if hasattr(lib, "qla_cache_dir"):
             lib.qla_cache_dir.restype = c.c_char_p
+        if hasattr(lib, "qla_prebuilt_dirs"):
+            lib.qla_prebuilt_dirs.restype = c.c_char_p
         if hasattr(lib, "qla_gpu_available"):
             lib.qla_gpu_available.restype = c.c_int
             lib.qla_gpu_available.argtypes = [c.c_char_p, c.c_size_t]
@@ -102,6 +104,14 @@ def nvrtc_version() -> str:
 def cache_dir() -> str:
     """The kernel cache folder: $QLA_CACHE_DIR, else ~/.cache/qla (read once per process)."""
     return _need("qla_cache_dir")().decode()
+
+
+def prebuilt_dirs() -> list:
+    """The read-only folders of prebuilt kernels searched after cache_dir():
+    $QLA_PREBUILT_DIRS (':'-separated), then prebuilt/ beside libqla.so (a
+    wheel's ahead-of-time kernels, `python -m qla warmup --cache-dir`)."""
+    s = _need("qla_prebuilt_dirs")().decode()
+    return s.split(":") if s else []
 
 
 def gpu_available() -> tuple[bool, str]:

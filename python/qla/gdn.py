@@ -26,7 +26,7 @@ from . import _ctensor
 from ._ctensor import BF16, F16, F32, I32, I64  # noqa: F401 (dtype codes, part of the module's API)
 from ._ctensor import Tensor as _Tensor, check as _check, tma_friendly as _tma_friendly, unit_last as _unit_last
 
-__all__ = ["chunk_gated_delta_rule", "warmup", "workspace_bytes"]
+__all__ = ["chunk_gated_delta_rule", "warmup", "warmup_recurrent", "workspace_bytes"]
 
 _OP = "chunk_gated_delta_rule: "
 _ABI_VERSION = 8
@@ -66,6 +66,11 @@ class _Config(ctypes.Structure):
     _fields_ = [(n, ctypes.c_int32) for n in ("dtype", "beta_dtype", "k", "v", "varlen", "cu_dtype",
                                               "use_qk_l2norm", "initial_state", "final_state", "g_dtype",
                                               "beta_activation", "gate", "state_v_first", "pool")]
+
+
+class _RecConfig(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_int32) for n in ("dtype", "g_dtype", "beta_dtype", "state_dtype", "k", "v",
+                                              "use_qk_l2norm", "beta_activation", "gate")]
 
 
 class _BwdArgs(ctypes.Structure):
@@ -177,6 +182,9 @@ def _lib():
             lib.qla_gdn_recurrent_args_init.argtypes = [c.POINTER(_RecArgs)]
             lib.qla_gdn_recurrent.restype = c.c_int
             lib.qla_gdn_recurrent.argtypes = [c.POINTER(_RecArgs), c.c_char_p, c.c_size_t]
+        if hasattr(lib, "qla_gdn_recurrent_warmup"):
+            lib.qla_gdn_recurrent_warmup.restype = c.c_int
+            lib.qla_gdn_recurrent_warmup.argtypes = [c.POINTER(_RecConfig), c.c_char_p, c.c_size_t]
         lib._qla_gdn_bound = True
     return lib
 
@@ -708,7 +716,7 @@ def warmup(dtype=None, K: int = 128, V: int = 128, beta_dtype=None, varlen: bool
            use_qk_l2norm: bool = False, initial_state: bool = False, output_final_state: bool = False,
            g_dtype=None, backward: bool = False, dht: bool = False, use_beta_sigmoid_in_kernel: bool = False,
            allow_neg_eigval: bool = False, use_gate_in_kernel: bool = False, dt_bias: bool = True,
-           state_v_first: bool = False) -> None:
+           state_v_first: bool = False, pool=None) -> None:
     """Compiles (and loads into the current CUDA context) the kernels one call
     configuration needs, so that a later call may be captured in a CUDA graph.
     dtype: torch.bfloat16 (default) or torch.float16; beta_dtype and g_dtype:
@@ -717,7 +725,9 @@ def warmup(dtype=None, K: int = 128, V: int = 128, beta_dtype=None, varlen: bool
     gradient will be given; initial_state: the initial state's gradient is
     computed). Dtypes may also be given by name ("bf16", "f32", ...), which
     needs no torch: compiling needs no GPU either, so a kernel cache
-    ($QLA_CACHE_DIR) can be filled ahead on another machine."""
+    ($QLA_CACHE_DIR) can be filled ahead on another machine (`python -m qla
+    warmup` does it for the calls of serving and training stacks). pool:
+    None, or the dtype of a state pool (f32 or bf16) for :func:`prefill`."""
     dtype = "bf16" if dtype is None else dtype
     c = _Config()
     c.dtype = _dtype_code("dtype", dtype)
@@ -732,11 +742,43 @@ def warmup(dtype=None, K: int = 128, V: int = 128, beta_dtype=None, varlen: bool
     c.beta_activation = (2 if allow_neg_eigval else 1) if use_beta_sigmoid_in_kernel else 0
     c.gate = (1 if dt_bias else 2) if use_gate_in_kernel else 0
     c.state_v_first = 1 if state_v_first else 0
+    if pool is None:
+        c.pool = 0
+    else:
+        code = _dtype_code("pool", pool)
+        if code not in (F32, BF16):
+            raise QlaError(f"{_OP}pool: a state pool is f32 or bf16, not {pool}")
+        c.pool = 1 if code == F32 else 2
     err = ctypes.create_string_buffer(65536)
     _check(_lib().qla_gdn_forward_warmup(ctypes.byref(c), err, len(err)), err)
     if backward:
         _check(_lib().qla_gdn_backward_warmup(ctypes.byref(c), 1 if dht else 0, 1 if initial_state else 0, err,
                                               len(err)), err)
+
+
+def warmup_recurrent(dtype=None, K: int = 128, V: int = 128, state_dtype=None, g_dtype=None, beta_dtype=None,
+                     use_qk_l2norm: bool = True, use_beta_sigmoid_in_kernel: bool = False,
+                     allow_neg_eigval: bool = False, use_gate_in_kernel: bool = False, dt_bias: bool = True) -> None:
+    """Compiles (and loads into the current CUDA context) the decode / verify
+    kernel of one configuration (:func:`recurrent`), so that a later call
+    costs no compile and may be captured. dtype: bf16 (default) or f16;
+    state_dtype: the pool's, f32 (default) or bf16; g_dtype, beta_dtype: f32
+    (default) or dtype. Dtypes by name ("bf16") need no torch, and compiling
+    needs no GPU."""
+    lib = _lib()
+    if not hasattr(lib, "qla_gdn_recurrent_warmup"):
+        raise QlaError(f"{library_path()} has no qla_gdn_recurrent_warmup: it is older than this Python package")
+    c = _RecConfig()
+    c.dtype = _dtype_code("dtype", "bf16" if dtype is None else dtype)
+    c.g_dtype = _dtype_code("g_dtype", "f32" if g_dtype is None else g_dtype)
+    c.beta_dtype = _dtype_code("beta_dtype", "f32" if beta_dtype is None else beta_dtype)
+    c.state_dtype = _dtype_code("state_dtype", "f32" if state_dtype is None else state_dtype)
+    c.k, c.v = int(K), int(V)
+    c.use_qk_l2norm = 1 if use_qk_l2norm else 0
+    c.beta_activation = (2 if allow_neg_eigval else 1) if use_beta_sigmoid_in_kernel else 0
+    c.gate = (1 if dt_bias else 2) if use_gate_in_kernel else 0
+    err = ctypes.create_string_buffer(65536)
+    _check(lib.qla_gdn_recurrent_warmup(ctypes.byref(c), err, len(err)), err)
 
 
 def workspace_bytes(B: int, T: int, Hqk: int, Hv: int, K: int, V: int, dtype_code: int = BF16) -> int:

@@ -11,6 +11,7 @@
 #include "qla/runtime/KernelCache.h"
 #include "qla/runtime/Log.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <pwd.h>
 #include <sys/stat.h>
@@ -318,14 +319,42 @@ std::string cacheKey(const CacheKeyParts &parts) {
   return out;
 }
 
-KernelCache::KernelCache(std::string dir) : dir_(dir.empty() ? defaultDir() : std::move(dir)) {
+KernelCache::KernelCache(std::string dir, std::vector<std::string> prebuilt)
+    : dir_(dir.empty() ? defaultDir() : std::move(dir)), prebuilt_(std::move(prebuilt)) {
   while (dir_.size() > 1 && dir_.back() == '/') dir_.pop_back();
 }
 
 KernelCache &KernelCache::global() {
   // Never destroyed: kernels may be looked up from static destructors.
-  static KernelCache *cache = new KernelCache();
+  static KernelCache *cache = new KernelCache({}, defaultPrebuiltDirs());
   return *cache;
+}
+
+std::vector<std::string> KernelCache::defaultPrebuiltDirs() {
+  std::vector<std::string> dirs;
+  if (const char *e = std::getenv("QLA_PREBUILT_DIRS"); e && *e) {
+    std::string s = e;
+    size_t pos = 0;
+    while (pos <= s.size()) {
+      size_t next = s.find(':', pos);
+      if (next == std::string::npos) next = s.size();
+      if (next > pos) dirs.push_back(s.substr(pos, next - pos));
+      pos = next + 1;
+    }
+  }
+  // The shared object this function is in (libqla.so), not the executable.
+  Dl_info info{};
+  if (::dladdr(reinterpret_cast<void *>(&KernelCache::defaultPrebuiltDirs), &info) && info.dli_fname) {
+    std::string so = info.dli_fname;
+    const size_t slash = so.rfind('/');
+    const bool shared = so.size() > 3 && so.find(".so") != std::string::npos;
+    if (shared && slash != std::string::npos) {
+      const std::string d = so.substr(0, slash) + "/prebuilt";
+      struct stat st;
+      if (::stat(d.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) dirs.push_back(d);
+    }
+  }
+  return dirs;
 }
 
 std::string KernelCache::pathFor(const std::string &key) const {
@@ -345,18 +374,26 @@ std::optional<CacheEntry> KernelCache::lookup(const std::string &key, CacheHit *
   if (!isDiskSafeKey(key)) return std::nullopt;
   std::string bytes;
   CacheEntry e;
-  const std::string path = pathFor(key);
-  if (!readFile(path, bytes)) {
-    logPrintf(LogLevel::Debug, "cache: %s not on disk (%s)", key.c_str(), path.c_str());
-    return std::nullopt;
+  // The cache directory, then the read-only prebuilt ones.
+  bool found = false;
+  for (size_t i = 0; i <= prebuilt_.size() && !found; ++i) {
+    const std::string path = i == 0 ? pathFor(key) : prebuilt_[i - 1] + "/" + key + ".qlak";
+    if (!readFile(path, bytes)) {
+      logPrintf(LogLevel::Debug, "cache: %s not in %s", key.c_str(), path.c_str());
+      continue;
+    }
+    const char *why = "";
+    if (!decodeEntry(key, bytes, e, &why)) {
+      // In the cache directory: rebuilt by getOrBuild() (the store replaces
+      // the file atomically); in a prebuilt one: skipped.
+      logPrintf(LogLevel::Info, "cache: corrupt entry %s (%s, %zu bytes); %s", path.c_str(), why, bytes.size(),
+                i == 0 ? "rebuilding" : "skipped");
+      continue;
+    }
+    if (i > 0) logPrintf(LogLevel::Debug, "cache: %s from the prebuilt %s", key.c_str(), path.c_str());
+    found = true;
   }
-  const char *why = "";
-  if (!decodeEntry(key, bytes, e, &why)) {
-    // Rebuilt by getOrBuild(); the store replaces the file atomically.
-    logPrintf(LogLevel::Info, "cache: corrupt entry %s (%s, %zu bytes); rebuilding", path.c_str(), why,
-              bytes.size());
-    return std::nullopt;
-  }
+  if (!found) return std::nullopt;
   {
     std::lock_guard<std::mutex> lock(mu_);
     mem_.emplace(key, e);

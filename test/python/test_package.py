@@ -61,10 +61,10 @@ def main():
         # 2. python -m qla.
         rc, out, err = run(["-m", "qla"], site, outside, QLA_CACHE_DIR=cache)
         lines = out.splitlines()
-        check("python -m qla: exit status 0 and six lines", rc == 0 and len(lines) == 6, out + err)
+        check("python -m qla: exit status 0 and seven lines", rc == 0 and len(lines) == 7, out + err)
         expect = [f"QLA {re.escape(want_version)}", "libqla.so: " + re.escape(os.path.join(site, "qla", "libqla.so")),
-                  r"NVRTC: \d+\.\d+", "kernel cache: " + re.escape(cache), r"GPU: (yes \(sm_90a\)|no \(.+\))",
-                  r"qlac: .+"]
+                  r"NVRTC: \d+\.\d+", "kernel cache: " + re.escape(cache), "prebuilt kernels: none",
+                  r"GPU: (yes \(sm_90a\)|no \(.+\))", r"qlac: .+"]
         for pat, line in zip(expect, lines):
             check(f"python -m qla: '{line}' matches {pat}", re.fullmatch(pat, line) is not None)
 
@@ -149,6 +149,37 @@ def main():
               rc == 0 and lines[:1] == ["True"], out + err)
         check("gdn: a library of another GDN ABI version is refused, naming both",
               len(lines) == 2 and "has GDN ABI version 8; this package needs 7" in lines[1], out + err)
+
+        # 6b. python -m qla warmup fills a folder; that folder then serves a
+        # fresh process read-only, through $QLA_PREBUILT_DIRS and as
+        # prebuilt/ beside libqla.so (a wheel's layout), with its own cache
+        # left empty.
+        ahead = os.path.join(tmp, "ahead")
+        rc, out, err = run(["-m", "qla", "warmup", "--serving", "--head-dim", "64", "--only", "decode", "--jobs", "2",
+                            "--cache-dir", ahead], site, outside)
+        lines = out.splitlines()
+        n_ahead = len([x for x in os.listdir(ahead) if x.endswith(".qlak")]) if os.path.isdir(ahead) else 0
+        check("python -m qla warmup --serving --only decode: 4 configurations compiled into --cache-dir",
+              rc == 0 and len(lines) == 5 and lines[-1].startswith("4 of 4 configurations") and n_ahead == 4,
+              out + err)
+        rc, out, err = run(["-m", "qla", "warmup", "--head-dim", "96"], site, outside)
+        check("python -m qla warmup --head-dim 96: exit 2 naming the head dims the kernels take",
+              rc == 2 and "head dim 96" in err and "64 or 128" in err, out + err)
+        code = ("import os, sys, qla\n"
+                "from qla import gdn\n"
+                "print(qla.prebuilt_dirs())\n"
+                "gdn.warmup_recurrent('bf16', 64, 64, state_dtype='bf16')\n"
+                "print(sorted(os.listdir(qla.cache_dir())) if os.path.isdir(qla.cache_dir()) else [])\n")
+        empty = os.path.join(tmp, "empty-cache")
+        rc, out, err = run(["-c", code], site, outside, QLA_CACHE_DIR=empty, QLA_PREBUILT_DIRS=ahead, QLA_LOG="info")
+        check("$QLA_PREBUILT_DIRS: listed, serves the decode kernel (a disk hit), the cache stays empty",
+              rc == 0 and out.splitlines() == [str([ahead]), "[]"] and "disk-cache hit" in err, out + err)
+        shutil.copytree(ahead, os.path.join(site, "qla", "prebuilt"))
+        rc, out, err = run(["-c", code], site, outside, QLA_CACHE_DIR=empty + "2", QLA_LOG="info")
+        check("prebuilt/ beside libqla.so: listed, serves the decode kernel, the cache stays empty",
+              rc == 0 and out.splitlines() == [str([os.path.join(site, "qla", "prebuilt")]), "[]"]
+              and "disk-cache hit" in err, out + err)
+        shutil.rmtree(os.path.join(site, "qla", "prebuilt"))
 
         # 7. The simple-GLA operator (kernels/gla) the same way.
         code = ("import qla\n"

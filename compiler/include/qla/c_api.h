@@ -57,6 +57,11 @@ const char *qla_nvrtc_version(void);
  * uses the cache; created on the first write). */
 const char *qla_cache_dir(void);
 
+/* The read-only folders searched after the cache folder, ':'-separated
+ * (empty: none): $QLA_PREBUILT_DIRS' folders, then prebuilt/ beside
+ * libqla.so when it exists (a wheel's ahead-of-time kernels). */
+const char *qla_prebuilt_dirs(void);
+
 /* 1 when kernels can be launched here: the CUDA driver loads, a device is
  * present and device 0 is sm_90a (H100/H200); `msg` then gets device 0's
  * architecture ("sm_90a"). 0 otherwise, with the reason in `msg` ("no CUDA

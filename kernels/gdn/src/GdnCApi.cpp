@@ -175,6 +175,26 @@ int qla_gdn_recurrent(const qla_gdn_recurrent_args *a, char *err, size_t errlen)
   return qla::op::cCall(err, errlen, "", [&] { qla::gdn::recurrent(recurrentParamsOf(a)); });
 }
 
+int qla_gdn_recurrent_warmup(const qla_gdn_recurrent_config *c, char *err, size_t errlen) {
+  return qla::op::cCall(err, errlen, "", [&] {
+    if (!c) throw qla::gdn::Error("fused_recurrent_gated_delta_rule: the config struct is NULL");
+    qla::gdn::RecurrentConfig rc;
+    rc.dtype = dtypeOf("dtype", c->dtype);
+    rc.gDtype = dtypeOf("g_dtype", c->g_dtype);
+    rc.betaDtype = dtypeOf("beta_dtype", c->beta_dtype);
+    rc.stateDtype = dtypeOf("state_dtype", c->state_dtype);
+    rc.K = c->k;
+    rc.V = c->v;
+    rc.l2norm = c->use_qk_l2norm != 0;
+    rc.betaActivation = c->beta_activation;
+    if (c->gate < 0 || c->gate > 2)
+      throw qla::gdn::Error("fused_recurrent_gated_delta_rule: gate is " + std::to_string(c->gate) + " (0, 1 or 2)");
+    rc.gate = c->gate != 0;
+    rc.gateBias = c->gate == 1;
+    qla::gdn::warmupRecurrent(rc, true);
+  });
+}
+
 void qla_gdn_forward_args_init(qla_gdn_forward_args *a) {
   if (!a) return;
   std::memset(a, 0, sizeof *a);

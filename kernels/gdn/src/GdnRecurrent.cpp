@@ -124,6 +124,19 @@ KernelSpec recurrentKernelSpec(const RecurrentConfig &c) {
 
 void warmupRecurrent(const RecurrentConfig &c, bool loadOnGpu) {
   rguarded([&] {
+    // What validateRecurrent would accept.
+    const std::string dn = dtypeName(c.dtype);
+    if (!detail::isHalf(c.dtype)) rfail("dtype is " + dn + "; expected bf16 or f16");
+    if ((c.K != 64 && c.K != 128) || (c.V != 64 && c.V != 128))
+      rfail("K = " + std::to_string(c.K) + ", V = " + std::to_string(c.V) + ": each must be 64 or 128");
+    if (c.gDtype != DType::F32 && c.gDtype != c.dtype) rfail("g's dtype is " + std::string(dtypeName(c.gDtype)) + "; expected f32 or " + dn);
+    if (c.betaDtype != DType::F32 && c.betaDtype != c.dtype)
+      rfail("beta's dtype is " + std::string(dtypeName(c.betaDtype)) + "; expected f32 or " + dn);
+    if (c.stateDtype != DType::F32 && c.stateDtype != DType::BF16)
+      rfail("the state pool's dtype is " + std::string(dtypeName(c.stateDtype)) + "; expected f32 or bf16");
+    if (c.betaActivation < 0 || c.betaActivation > 2)
+      rfail("beta_activation is " + std::to_string(c.betaActivation) + " (0, 1 or 2)");
+    if (c.gateBias && !c.gate) rfail("dt_bias is the in-kernel gate's parameter: it needs gate");
     op::KernelSlot &s = detail::registry().slot(detail::opSpec(recurrentKernelSpec(c)));
     detail::compiled(s);
     if (loadOnGpu && rt::gpuAvailable()) detail::registry().loaded(s, op::currentOrPrimaryContext());

@@ -337,3 +337,56 @@ TEST_CASE("two processes fill one cache directory at once", "[runtime][cache][mu
     CHECK(f.substr(f.size() - 5) == ".qlak");
   }
 }
+
+TEST_CASE("prebuilt folders serve misses read-only, after the cache directory", "[runtime][cache]") {
+  TempDir a, b, c;
+  const std::string key = cacheKey(sampleParts());
+  const CacheEntry e = entryFor(key);
+  KernelCache(a.path).store(key, e);  // a: what `python -m qla warmup --cache-dir` fills
+
+  // A cache over the empty b with prebuilt [c (empty), a] finds it in a.
+  KernelCache k(b.path, {c.path, a.path});
+  CacheHit hit = CacheHit::Miss;
+  auto got = k.lookup(key, &hit);
+  REQUIRE(got);
+  CHECK(hit == CacheHit::Disk);
+  CHECK(sameEntry(*got, e));
+  CHECK(listDir(b.path).empty());  // a lookup writes nothing
+  // Then from memory.
+  CHECK(k.lookup(key, &hit));
+  CHECK(hit == CacheHit::Memory);
+
+  // Stores go to the cache directory only.
+  const std::string key2 = cacheKey({"other", "", "", "", ""});
+  KernelCache k2(b.path, {a.path});
+  k2.store(key2, entryFor(key2));
+  CHECK(listDir(b.path) == std::vector<std::string>{key2 + ".qlak"});
+  CHECK(listDir(a.path).size() == 1);
+
+  // The cache directory wins over a prebuilt folder; a corrupt prebuilt entry
+  // is skipped (a miss), not rebuilt in place.
+  const CacheEntry mine = entryFor(key, 7000);
+  KernelCache(c.path).store(key, mine);
+  auto first = KernelCache(c.path, {a.path}).lookup(key);
+  REQUIRE(first);
+  CHECK(sameEntry(*first, mine));
+  const std::string bytes = readBytes(a.path + "/" + key + ".qlak");
+  writeBytes(a.path + "/" + key + ".qlak", bytes.substr(0, bytes.size() / 2));
+  CHECK_FALSE(KernelCache(b.path, {a.path}).lookup(key));
+  CHECK(readBytes(a.path + "/" + key + ".qlak").size() == bytes.size() / 2);
+}
+
+TEST_CASE("prebuilt folders: $QLA_PREBUILT_DIRS, ':'-separated, in order", "[runtime][cache]") {
+  const char *old = std::getenv("QLA_PREBUILT_DIRS");
+  const std::string saved = old ? old : "";
+  setenv("QLA_PREBUILT_DIRS", "/p/one::/p/two", 1);
+  std::vector<std::string> d = KernelCache::defaultPrebuiltDirs();
+  REQUIRE(d.size() >= 2);
+  CHECK(d[0] == "/p/one");
+  CHECK(d[1] == "/p/two");
+  unsetenv("QLA_PREBUILT_DIRS");
+  // Without it: at most prebuilt/ beside the shared object holding this code.
+  for (const std::string &x : KernelCache::defaultPrebuiltDirs()) CHECK(x.size() > 9);
+  for (const std::string &x : KernelCache::defaultPrebuiltDirs()) CHECK(x.substr(x.size() - 9) == "/prebuilt");
+  if (old) setenv("QLA_PREBUILT_DIRS", saved.c_str(), 1);
+}

@@ -137,6 +137,24 @@ void qla_gdn_recurrent_args_init(qla_gdn_recurrent_args *a);
  * a->stream: no synchronization, no allocation, no workspace. */
 int qla_gdn_recurrent(const qla_gdn_recurrent_args *a, char *err, size_t errlen);
 
+/* Specialization selector for qla_gdn_recurrent_warmup (added with ABI 8;
+ * the argument structs are unchanged). */
+typedef struct qla_gdn_recurrent_config {
+  int32_t dtype;           /* QLA_GDN_BF16 or QLA_GDN_F16: q, k, v, o */
+  int32_t g_dtype;         /* QLA_GDN_F32 or dtype */
+  int32_t beta_dtype;      /* QLA_GDN_F32 or dtype */
+  int32_t state_dtype;     /* QLA_GDN_F32 or QLA_GDN_BF16: the pool */
+  int32_t k, v;            /* 64 or 128 */
+  int32_t use_qk_l2norm;   /* 0 or 1 */
+  int32_t beta_activation; /* 0, 1 or 2 */
+  int32_t gate;            /* 0: none; 1: the in-kernel gate with dt_bias; 2: without */
+} qla_gdn_recurrent_config;
+
+/* Compiles (and, with a GPU, loads) the decode / verify kernel of one
+ * configuration, so that qla_gdn_recurrent costs no compile (and may be
+ * captured in a CUDA graph). */
+int qla_gdn_recurrent_warmup(const qla_gdn_recurrent_config *c, char *err, size_t errlen);
+
 /* Fills `a` with: abi_version, scale = NaN, every tensor absent, no stream. */
 void qla_gdn_forward_args_init(qla_gdn_forward_args *a);
 

@@ -3,6 +3,14 @@
 // $QLA_CACHE_DIR (default ~/.cache/qla). Disk writes are atomic (temp file +
 // rename); entries carry a checksum and are rebuilt when corrupt or truncated;
 // several processes may share the directory.
+//
+// Prebuilt entries: a miss in the cache directory is looked up next in
+// read-only folders of the same format, never written: those named by
+// $QLA_PREBUILT_DIRS (':'-separated), then `prebuilt/` beside the shared
+// object this code is linked into (libqla.so: a wheel carries the kernels a
+// serving process needs there, filled by `python -m qla warmup --cache-dir`).
+// An entry's key holds the NVRTC version and the architecture, so a prebuilt
+// entry only serves the toolkit and GPU it was built for.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace qla::rt {
 
@@ -31,15 +40,21 @@ struct CacheKeyParts {
 // 128-bit content hash (hex, 32 chars) of the key parts.
 std::string cacheKey(const CacheKeyParts &parts);
 
-enum class CacheHit { Memory, Disk, Miss };
+enum class CacheHit { Memory, Disk, Miss };  // Disk: the cache directory or a prebuilt one
 
 class KernelCache {
  public:
   // dir empty → $QLA_CACHE_DIR, else $HOME/.cache/qla. Created on first write.
-  explicit KernelCache(std::string dir = {});
+  // prebuilt: the read-only folders searched after dir (above); the global
+  // cache takes the default ones.
+  explicit KernelCache(std::string dir = {}, std::vector<std::string> prebuilt = {});
   static KernelCache &global();
+  // $QLA_PREBUILT_DIRS' folders, then prebuilt/ beside this shared object
+  // (when the code is in one and the folder exists).
+  static std::vector<std::string> defaultPrebuiltDirs();
 
   const std::string &directory() const { return dir_; }
+  const std::vector<std::string> &prebuiltDirectories() const { return prebuilt_; }
 
   std::optional<CacheEntry> lookup(const std::string &key, CacheHit *hit = nullptr);
   // Writes to memory and disk. Disk failures are reported in `warning` but are
@@ -55,6 +70,7 @@ class KernelCache {
 
  private:
   std::string dir_;
+  std::vector<std::string> prebuilt_;
   std::mutex mu_;
   std::unordered_map<std::string, CacheEntry> mem_;
 };
