@@ -27,7 +27,9 @@ and GPU architecture they were built with (both are in their keys).
               beta f32 or the model dtype; g f32), and decode / speculative
               verify (fp32 and bf16 pools; the gate and beta from the raw
               A_log, a, dt_bias, b in the model dtype, as vLLM's decode, or
-              g and beta given in f32; q/k L2 norm in the kernel)
+              g and beta given in f32; q/k L2 norm in the kernel);
+              --k-first-pool: pools [slots, Hv, K, V]; --prefix-caching:
+              the prefill also writes states every checkpoint_every tokens
   --training  forward and backward as transformers' Qwen3.5 (L2 norm in
               the kernel, beta in the model dtype), FLA's GatedDeltaNet
               layer (in-kernel gate and beta sigmoid, V-first states) and a

@@ -9,23 +9,30 @@ import sys
 import time
 
 
-def configurations(serving: bool, training: bool, dtype: str, heads):
+def configurations(serving: bool, training: bool, dtype: str, heads, k_first_pool: bool = False,
+                   prefix_caching: bool = False):
     """(label, function name in qla.gdn, kwargs) for every configuration."""
     out = []
+    layout = " K-first" if k_first_pool else ""
+    ckpt = " checkpoints" if prefix_caching else ""
     for K, V in heads:
         hd = f"K={K} V={V}"
         if serving:
             for pool in ("f32", "bf16"):
                 for l2 in (False, True):
                     for beta in ("f32", dtype):
-                        out.append((f"prefill {dtype} {hd} pool={pool} l2norm={int(l2)} beta={beta}", "warmup",
+                        out.append((f"prefill {dtype} {hd} pool={pool}{layout}{ckpt} l2norm={int(l2)} beta={beta}",
+                                    "warmup",
                                     dict(dtype=dtype, K=K, V=V, beta_dtype=beta, varlen=True, cu_dtype="i32",
-                                         use_qk_l2norm=l2, pool=pool)))
-                out.append((f"decode {dtype} {hd} pool={pool} raw gate and beta ({dtype})", "warmup_recurrent",
+                                         use_qk_l2norm=l2, pool=pool, pool_k_first=k_first_pool,
+                                         pool_checkpoints=prefix_caching)))
+                out.append((f"decode {dtype} {hd} pool={pool}{layout} raw gate and beta ({dtype})", "warmup_recurrent",
                             dict(dtype=dtype, K=K, V=V, state_dtype=pool, g_dtype=dtype, beta_dtype=dtype,
-                                 use_qk_l2norm=True, use_beta_sigmoid_in_kernel=True, use_gate_in_kernel=True)))
-                out.append((f"decode {dtype} {hd} pool={pool} g and beta given (f32)", "warmup_recurrent",
-                            dict(dtype=dtype, K=K, V=V, state_dtype=pool, use_qk_l2norm=True)))
+                                 use_qk_l2norm=True, use_beta_sigmoid_in_kernel=True, use_gate_in_kernel=True,
+                                 pool_k_first=k_first_pool)))
+                out.append((f"decode {dtype} {hd} pool={pool}{layout} g and beta given (f32)", "warmup_recurrent",
+                            dict(dtype=dtype, K=K, V=V, state_dtype=pool, use_qk_l2norm=True,
+                                 pool_k_first=k_first_pool)))
         if training:
             out.append((f"training {dtype} {hd} transformers Qwen3.5 (l2norm, beta {dtype})", "warmup",
                         dict(dtype=dtype, K=K, V=V, beta_dtype=dtype, use_qk_l2norm=True, backward=True)))
@@ -79,6 +86,10 @@ def warmup(argv) -> int:
     ap.add_argument("--dtype", choices=("bf16", "f16"), default="bf16", help="q, k, v (default bf16)")
     ap.add_argument("--head-dim", type=head_dims, default=[(128, 128)], metavar="K[xV][,...]",
                     help="head dims, e.g. 128 or 128,64x128 (default 128)")
+    ap.add_argument("--k-first-pool", action="store_true",
+                    help="serving: the pool is [slots, Hv, K, V] (state_pool_k_first) instead of V-first")
+    ap.add_argument("--prefix-caching", action="store_true",
+                    help="serving: the prefill also writes states every checkpoint_every tokens")
     ap.add_argument("--cache-dir", help="fill this folder (sets QLA_CACHE_DIR) instead of the kernel cache")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel compiles (default: CPUs)")
     ap.add_argument("--only", metavar="TEXT", help="only the configurations whose line contains TEXT (see --list)")
@@ -87,7 +98,7 @@ def warmup(argv) -> int:
     if a.jobs < 1:
         ap.error("--jobs must be at least 1")
     serving, training = (a.serving, a.training) if (a.serving or a.training) else (True, True)
-    confs = configurations(serving, training, a.dtype, a.head_dim)
+    confs = configurations(serving, training, a.dtype, a.head_dim, a.k_first_pool, a.prefix_caching)
     if a.only:
         confs = [c for c in confs if a.only in c[0]]
         if not confs:

@@ -29,7 +29,7 @@ from ._ctensor import Tensor as _Tensor, check as _check, tma_friendly as _tma_f
 __all__ = ["chunk_gated_delta_rule", "warmup", "warmup_recurrent", "workspace_bytes"]
 
 _OP = "chunk_gated_delta_rule: "
-_ABI_VERSION = 8
+_ABI_VERSION = 9
 
 
 class _Args(ctypes.Structure):
@@ -59,18 +59,23 @@ class _Args(ctypes.Structure):
         ("state_pool", _Tensor),
         ("initial_slots", _Tensor),
         ("final_slots", _Tensor),
+        ("state_pool_k_first", ctypes.c_int32),
+        ("reserved9", ctypes.c_int32),
+        ("checkpoint_every", ctypes.c_int64),
+        ("checkpoint_slots", _Tensor),
     ]
 
 
 class _Config(ctypes.Structure):
     _fields_ = [(n, ctypes.c_int32) for n in ("dtype", "beta_dtype", "k", "v", "varlen", "cu_dtype",
                                               "use_qk_l2norm", "initial_state", "final_state", "g_dtype",
-                                              "beta_activation", "gate", "state_v_first", "pool")]
+                                              "beta_activation", "gate", "state_v_first", "pool",
+                                              "pool_k_first", "pool_checkpoints")]
 
 
 class _RecConfig(ctypes.Structure):
     _fields_ = [(n, ctypes.c_int32) for n in ("dtype", "g_dtype", "beta_dtype", "state_dtype", "k", "v",
-                                              "use_qk_l2norm", "beta_activation", "gate")]
+                                              "use_qk_l2norm", "beta_activation", "gate", "pool_k_first")]
 
 
 class _BwdArgs(ctypes.Structure):
@@ -108,7 +113,7 @@ class _BwdArgs(ctypes.Structure):
     ]
 
 
-assert ctypes.sizeof(_Tensor) == 88 and ctypes.sizeof(_Args) == 1376 and ctypes.sizeof(_Config) == 56
+assert ctypes.sizeof(_Tensor) == 88 and ctypes.sizeof(_Args) == 1480 and ctypes.sizeof(_Config) == 64
 assert ctypes.sizeof(_BwdArgs) == 16 + 20 * 88 + 40
 
 
@@ -131,10 +136,12 @@ class _RecArgs(ctypes.Structure):
         ("stream", ctypes.c_void_p),
         ("beta_activation", ctypes.c_int32),
         ("use_gate", ctypes.c_int32),
+        ("state_pool_k_first", ctypes.c_int32),
+        ("reserved9", ctypes.c_int32),
     ]
 
 
-assert ctypes.sizeof(_RecArgs) == 16 + 11 * 88 + 16
+assert ctypes.sizeof(_RecArgs) == 16 + 11 * 88 + 24 and ctypes.sizeof(_RecConfig) == 40
 
 
 def _dtype_code(name: str, dtype) -> int:
@@ -543,14 +550,21 @@ def chunk_gated_delta_rule(q, k, v, g, beta, scale: float | None = None, initial
 
 def prefill(q, k, v, g, beta, state_pool, initial_slots=None, final_slots=None, scale: float | None = None,
             cu_seqlens=None, use_qk_l2norm_in_kernel: bool = False, use_beta_sigmoid_in_kernel: bool = False,
-            allow_neg_eigval: bool = False, use_gate_in_kernel: bool = False, A_log=None, dt_bias=None):
+            allow_neg_eigval: bool = False, use_gate_in_kernel: bool = False, A_log=None, dt_bias=None,
+            state_pool_k_first: bool = False, checkpoint_every: int = 0, checkpoint_slots=None,
+            segment_chunks: int = 0):
     """Prefill into a state pool (forward only; docs/gdn.md, "Serving"):
     chunk_gated_delta_rule's inputs, with the initial states read from and
     the final states written to the serving stacks' pool [slots, Hv, V, K]
-    (V-first, f32 or bf16) by the fused kernel itself: sequence n starts from
-    slot initial_slots[n] ([N] int32; < 0 or None: a zero state) and its
-    final state goes to slot final_slots[n] ([N] int32; < 0 or None: not
-    stored). Returns o. With cu_seqlens on the GPU nothing is copied to the
+    (V-first, f32 or bf16; with state_pool_k_first [slots, Hv, K, V]) by the
+    fused kernel itself: sequence n starts from slot initial_slots[n] ([N]
+    int32; < 0 or None: a zero state) and its final state goes to slot
+    final_slots[n] ([N] int32; < 0 or None: not stored). Prefix caching:
+    with checkpoint_every (a multiple of 64 tokens) the state after every
+    checkpoint_every tokens of sequence n goes to slot checkpoint_slots[n, m]
+    for the m-th ([N, M] int32; < 0 or m >= M: not stored). segment_chunks:
+    context parallelism (0: the cost model, -1: never, n > 0: segments of n
+    chunks). Returns o. With cu_seqlens on the GPU nothing is copied to the
     host (the plan is then for the worst case of the total length)."""
     import torch
 
@@ -567,12 +581,16 @@ def prefill(q, k, v, g, beta, state_pool, initial_slots=None, final_slots=None, 
     if not state_pool.is_contiguous():
         raise QlaError(f"{_OP}state_pool must be contiguous (it is written in place)")
     _fill(a.state_pool, "state_pool", state_pool)
-    for name, t in (("initial_slots", initial_slots), ("final_slots", final_slots)):
+    for name, t in (("initial_slots", initial_slots), ("final_slots", final_slots),
+                    ("checkpoint_slots", checkpoint_slots)):
         if t is not None:
             t = _as_tensor(name, t, dev)
             if t.dtype != torch.int32:
                 t = t.to(torch.int32)
             _fill(getattr(a, name), name, t.contiguous())
+    a.state_pool_k_first = 1 if state_pool_k_first else 0
+    a.checkpoint_every = int(checkpoint_every)
+    a.segment_chunks = int(segment_chunks)
     if cu_seqlens is not None:
         _fill(a.cu_seqlens, "cu_seqlens", cu_seqlens)
     if cu_host is not None:
@@ -601,7 +619,8 @@ _ROP = "fused_recurrent_gated_delta_rule: "
 
 def recurrent(q, k, v, g, beta, state_pool, read_index, write_index, scale: float | None = None,
               use_qk_l2norm_in_kernel: bool = True, use_beta_sigmoid_in_kernel: bool = False,
-              allow_neg_eigval: bool = False, use_gate_in_kernel: bool = False, A_log=None, dt_bias=None, out=None):
+              allow_neg_eigval: bool = False, use_gate_in_kernel: bool = False, A_log=None, dt_bias=None, out=None,
+              state_pool_k_first: bool = False):
     """Decode and speculative verify over a state pool (the serving stacks'
     layout; kernels/gdn/gdn_recurrent.qla): T tokens of each of N sequences.
 
@@ -610,7 +629,8 @@ def recurrent(q, k, v, g, beta, state_pool, read_index, write_index, scale: floa
     (log decay -exp(A_log) * softplus(a + dt_bias), A_log and dt_bias [Hv]);
     beta: [N, T, Hv], or logits with use_beta_sigmoid_in_kernel (sigmoid,
     2 sigmoid with allow_neg_eigval); state_pool: [slots, Hv, V, K] f32 or
-    bf16 (V-first), read and written in place; read_index: [N] int32, the
+    bf16 (V-first; [slots, Hv, K, V] with state_pool_k_first), read and
+    written in place; read_index: [N] int32, the
     slot sequence n starts from (< 0: a zero state); write_index: [N, T]
     int32, the slot the state after token t goes to (< 0: not stored; decode
     is T = 1 with write_index = read_index[:, None]); out: an optional [N, T,
@@ -657,6 +677,7 @@ def recurrent(q, k, v, g, beta, state_pool, read_index, write_index, scale: floa
         a.use_gate = 1
     a.use_qk_l2norm = 1 if use_qk_l2norm_in_kernel else 0
     a.beta_activation = (2 if allow_neg_eigval else 1) if use_beta_sigmoid_in_kernel else 0
+    a.state_pool_k_first = 1 if state_pool_k_first else 0
     a.scale = float("nan") if scale is None else float(scale)
     err = ctypes.create_string_buffer(4096)
     with torch.cuda.device(dev):
@@ -716,7 +737,8 @@ def warmup(dtype=None, K: int = 128, V: int = 128, beta_dtype=None, varlen: bool
            use_qk_l2norm: bool = False, initial_state: bool = False, output_final_state: bool = False,
            g_dtype=None, backward: bool = False, dht: bool = False, use_beta_sigmoid_in_kernel: bool = False,
            allow_neg_eigval: bool = False, use_gate_in_kernel: bool = False, dt_bias: bool = True,
-           state_v_first: bool = False, pool=None) -> None:
+           state_v_first: bool = False, pool=None, pool_k_first: bool = False,
+           pool_checkpoints: bool = False) -> None:
     """Compiles (and loads into the current CUDA context) the kernels one call
     configuration needs, so that a later call may be captured in a CUDA graph.
     dtype: torch.bfloat16 (default) or torch.float16; beta_dtype and g_dtype:
@@ -727,7 +749,8 @@ def warmup(dtype=None, K: int = 128, V: int = 128, beta_dtype=None, varlen: bool
     needs no torch: compiling needs no GPU either, so a kernel cache
     ($QLA_CACHE_DIR) can be filled ahead on another machine (`python -m qla
     warmup` does it for the calls of serving and training stacks). pool:
-    None, or the dtype of a state pool (f32 or bf16) for :func:`prefill`."""
+    None, or the dtype of a state pool (f32 or bf16) for :func:`prefill`,
+    K-first with pool_k_first, with checkpoint_every > 0 (pool_checkpoints)."""
     dtype = "bf16" if dtype is None else dtype
     c = _Config()
     c.dtype = _dtype_code("dtype", dtype)
@@ -749,6 +772,8 @@ def warmup(dtype=None, K: int = 128, V: int = 128, beta_dtype=None, varlen: bool
         if code not in (F32, BF16):
             raise QlaError(f"{_OP}pool: a state pool is f32 or bf16, not {pool}")
         c.pool = 1 if code == F32 else 2
+        c.pool_k_first = 1 if pool_k_first else 0
+        c.pool_checkpoints = 1 if pool_checkpoints else 0
     err = ctypes.create_string_buffer(65536)
     _check(_lib().qla_gdn_forward_warmup(ctypes.byref(c), err, len(err)), err)
     if backward:
@@ -758,7 +783,8 @@ def warmup(dtype=None, K: int = 128, V: int = 128, beta_dtype=None, varlen: bool
 
 def warmup_recurrent(dtype=None, K: int = 128, V: int = 128, state_dtype=None, g_dtype=None, beta_dtype=None,
                      use_qk_l2norm: bool = True, use_beta_sigmoid_in_kernel: bool = False,
-                     allow_neg_eigval: bool = False, use_gate_in_kernel: bool = False, dt_bias: bool = True) -> None:
+                     allow_neg_eigval: bool = False, use_gate_in_kernel: bool = False, dt_bias: bool = True,
+                     pool_k_first: bool = False) -> None:
     """Compiles (and loads into the current CUDA context) the decode / verify
     kernel of one configuration (:func:`recurrent`), so that a later call
     costs no compile and may be captured. dtype: bf16 (default) or f16;
@@ -777,6 +803,7 @@ def warmup_recurrent(dtype=None, K: int = 128, V: int = 128, state_dtype=None, g
     c.use_qk_l2norm = 1 if use_qk_l2norm else 0
     c.beta_activation = (2 if allow_neg_eigval else 1) if use_beta_sigmoid_in_kernel else 0
     c.gate = (1 if dt_bias else 2) if use_gate_in_kernel else 0
+    c.pool_k_first = 1 if pool_k_first else 0
     err = ctypes.create_string_buffer(65536)
     _check(lib.qla_gdn_recurrent_warmup(ctypes.byref(c), err, len(err)), err)
 

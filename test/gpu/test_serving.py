@@ -86,6 +86,48 @@ def main():
                fw.rms_rel(o, o_ref) <= BAR and e_ht <= BAR and same,
                f"o {fw.rms_rel(o, o_ref):.2e} ht {e_ht:.2e} untouched {'same' if same else 'CHANGED'}")
 
+    # ---- a K-first pool with prefix-caching checkpoints every 128 tokens (M =
+    # 3 slots per sequence, one of them -1), split into segments or not.
+    for seg in (0, 2):
+        lens, K, V = [100, 300, 520], 64, 128
+        N, T, Hqk, Hv, M, every = len(lens), sum(lens), 1, 2, 3, 128
+        cu = torch.tensor([0] + list(torch.tensor(lens).cumsum(0)), dtype=torch.int32, device=dev)
+        q = rnd(1, T, Hqk, K, dtype=torch.bfloat16)
+        k = torch.nn.functional.normalize(rnd(1, T, Hqk, K), dim=-1).to(torch.bfloat16)
+        v = rnd(1, T, Hv, V, dtype=torch.bfloat16)
+        g = torch.nn.functional.logsigmoid(rnd(1, T, Hv))
+        beta = torch.sigmoid(rnd(1, T, Hv))
+        slots = 2 * N + N * M
+        pool = rnd(slots, Hv, K, V, scale=0.1)  # K-first
+        before = pool.clone()
+        si = torch.arange(N, dtype=torch.int32, device=dev)
+        so = si + N
+        cs = torch.arange(2 * N, 2 * N + N * M, dtype=torch.int32, device=dev).reshape(N, M)
+        cs[1, 0] = -1
+        G.prefill(q, k, v, g, beta, pool, si, so, cu_seqlens=cu, state_pool_k_first=True, checkpoint_every=every,
+                  checkpoint_slots=cs, segment_chunks=seg)
+        torch.cuda.synchronize()
+        worst, written = 0.0, so.tolist()
+        for n in range(N):
+            b0 = int(cu[n])
+            o_ref, ht_ref = fw.reference(q[:, b0:b0 + lens[n]], k[:, b0:b0 + lens[n]], v[:, b0:b0 + lens[n]],
+                                         g[:, b0:b0 + lens[n]], beta[:, b0:b0 + lens[n]],
+                                         initial_state=before[si[n]].float()[None])
+            worst = max(worst, fw.rms_rel(pool[so[n]].float(), ht_ref[0]))
+            for m in range(M):
+                w = int(cs[n, m])
+                if w < 0 or (m + 1) * every > lens[n]:
+                    continue
+                written.append(w)
+                L = (m + 1) * every
+                _, hc = fw.reference(q[:, b0:b0 + L], k[:, b0:b0 + L], v[:, b0:b0 + L], g[:, b0:b0 + L],
+                                     beta[:, b0:b0 + L], initial_state=before[si[n]].float()[None])
+                worst = max(worst, fw.rms_rel(pool[w].float(), hc[0]))
+        same = all(torch.equal(pool[s], before[s]) for s in range(slots) if s not in written)
+        record(f"prefill K-first pool, checkpoints every {every} (lens {lens}, segment_chunks {seg}): final and "
+               f"checkpoint states, "
+               f"other slots unchanged", worst <= BAR and same, f"states {worst:.2e}")
+
     # ---- decode and verify over a pool.
     for T, pool_dt in ((1, torch.float32), (4, torch.float32), (1, torch.bfloat16)):
         N, Hqk, Hv, K, V = 3, 2, 4, 128, 128

@@ -148,7 +148,7 @@ def main():
         check("gdn.workspace_bytes: the package's and the library's GDN ABI versions match",
               rc == 0 and lines[:1] == ["True"], out + err)
         check("gdn: a library of another GDN ABI version is refused, naming both",
-              len(lines) == 2 and "has GDN ABI version 8; this package needs 7" in lines[1], out + err)
+              len(lines) == 2 and "has GDN ABI version 9; this package needs 8" in lines[1], out + err)
 
         # 6b. python -m qla warmup fills a folder; that folder then serves a
         # fresh process read-only, through $QLA_PREBUILT_DIRS and as

@@ -51,6 +51,7 @@ std::vector<op::NamedTensor> namedTensors(const ForwardParams &p, const char *oN
   if (p.state_pool) v.push_back({"state_pool", view(*p.state_pool), true});
   if (p.initial_slots) v.push_back({"initial_slots", view(*p.initial_slots), false});
   if (p.final_slots) v.push_back({"final_slots", view(*p.final_slots), false});
+  if (p.checkpoint_slots) v.push_back({"checkpoint_slots", view(*p.checkpoint_slots), false});
   if (p.A_log) v.push_back({"A_log", view(*p.A_log), false});
   if (p.dt_bias) v.push_back({"dt_bias", view(*p.dt_bias), false});
   return v;
@@ -154,9 +155,9 @@ op::Signature stateSignature(const ForwardConfig &c) {
 
 op::Signature fusedSignature(const ForwardConfig &c) {
   const DType dt = c.dtype, f32 = DType::F32, i32 = DType::I32, pt = c.pool ? c.poolDtype : f32;
-  return {{"Q", "Kt", "Vt", "G", "Beta", "CU", "H0", "HS", "TS", "O", "HT", "Pool", "PI", "PO"},
-          {dt, dt, dt, c.gDtype, c.betaDtype, c.cuDtype, f32, f32, dt, dt, f32, pt, i32, i32},
-          2};
+  return {{"Q", "Kt", "Vt", "G", "Beta", "CU", "H0", "HS", "TS", "O", "HT", "Pool", "PI", "PO", "CS"},
+          {dt, dt, dt, c.gDtype, c.betaDtype, c.cuDtype, f32, f32, dt, dt, f32, pt, i32, i32, i32},
+          3};
 }
 
 op::Signature fusedPass1Signature(const ForwardConfig &c) {
@@ -190,6 +191,8 @@ uint32_t configKey(const ForwardConfig &c) {
   put(c.stateVFirst, 1);
   put(c.pool, 1);
   put(c.poolDtype == DType::BF16, 1);
+  put(c.poolKFirst, 1);
+  put(c.poolCheckpoints, 1);
   return k;
 }
 
@@ -341,6 +344,8 @@ Plan buildPlan(const ForwardParams &p, const WorkspaceLayout &l, void *workspace
   rt::TensorArg Pool = p.state_pool ? arg(*p.state_pool) : contiguousArg(dummy, {1, Hv, V, K});
   rt::TensorArg PI = p.initial_slots ? arg(*p.initial_slots) : contiguousArg(dummy, {1});
   rt::TensorArg PO = p.final_slots ? arg(*p.final_slots) : contiguousArg(dummy, {1});
+  rt::TensorArg CS = p.checkpoint_slots ? arg(*p.checkpoint_slots) : contiguousArg(dummy, {1, 1});
+  const double ckptChunks = p.checkpoint_every > 0 ? double(p.checkpoint_every / kChunk) : 1.0;
   // Without a split the segment tensors are never touched: the dummy stands
   // in. In training mode the segment start states go to the caller's
   // checkpoints (validated: given only with a split, of HS's shape).
@@ -371,8 +376,8 @@ Plan buildPlan(const ForwardParams &p, const WorkspaceLayout &l, void *workspace
   plan.state.stream = p.stream;
   if (fused) {
     plan.fusedArgs.tensors = {arg(p.q), arg(p.k), arg(p.v), arg(p.g), arg(p.beta), CU, H0, HS, TS, arg(p.o), HT,
-                              Pool, PI, PO};
-    plan.fusedArgs.scalars = {scale, segChunks};
+                              Pool, PI, PO, CS};
+    plan.fusedArgs.scalars = {scale, segChunks, ckptChunks};
     plan.fusedArgs.stream = p.stream;
   }
   if (split) {
@@ -507,15 +512,20 @@ void validate(const ForwardParams &p, const char *oName) {
     if (p.initial_state || p.final_state)
       fail("state_pool excludes initial_state and final_state (the pool's slots are the states)");
     if (p.checkpoints) fail("state_pool excludes checkpoints (a prefill into a pool keeps no training state)");
-    if (p.state_v_first) fail("state_pool is V-first already ([slots, Hv, V, K]); state_v_first does not apply");
+    if (p.state_v_first)
+      fail("state_v_first does not apply to a state_pool (V-first by default; state_pool_k_first for K-first)");
     if (pool.dtype != DType::F32 && pool.dtype != DType::BF16)
       fail(std::string("state_pool has dtype ") + dtypeName(pool.dtype) + "; expected f32 or bf16");
-    op::checkBasic("state_pool", view(pool), 4, "[slots, Hv, V, K]");
-    if (pool.shape[0] < 1 || pool.shape[1] != Hv || pool.shape[2] != V || pool.shape[3] != K)
-      fail("state_pool has shape " + dims(pool.shape) + "; expected [slots, Hv, V, K] = [slots, " +
-           std::to_string(Hv) + ", " + std::to_string(V) + ", " + std::to_string(K) + "]");
+    const bool kf = p.state_pool_k_first;
+    const char *layout = kf ? "[slots, Hv, K, V]" : "[slots, Hv, V, K]";
+    const int64_t d2 = kf ? K : V, d3 = kf ? V : K;
+    op::checkBasic("state_pool", view(pool), 4, layout);
+    if (pool.shape[0] < 1 || pool.shape[1] != Hv || pool.shape[2] != d2 || pool.shape[3] != d3)
+      fail("state_pool has shape " + dims(pool.shape) + "; expected " + layout + " = [slots, " + std::to_string(Hv) +
+           ", " + std::to_string(d2) + ", " + std::to_string(d3) + "]" +
+           (kf ? " (state_pool_k_first)" : " (V-first; state_pool_k_first for [slots, Hv, K, V])"));
     const std::vector<int64_t> st = op::stridesOf(view(pool));
-    if (st != std::vector<int64_t>{Hv * V * K, V * K, K, 1})
+    if (st != std::vector<int64_t>{Hv * V * K, V * K, d3, 1})
       fail("state_pool must be contiguous; got strides " + dims(st));
     op::checkNoSelfOverlap("state_pool", view(pool));
     for (const auto &[name, t] : {std::pair<const char *, const std::optional<TensorRef> *>{"initial_slots",
@@ -529,8 +539,23 @@ void validate(const ForwardParams &p, const char *oName) {
                                 std::to_string(N) + "]");
       op::checkLayout(name, view(s), false);
     }
-  } else if (p.initial_slots || p.final_slots) {
-    fail("initial_slots and final_slots index a state_pool, which is not given");
+    if (p.checkpoint_every != 0 || p.checkpoint_slots) {
+      if (p.checkpoint_every <= 0 || p.checkpoint_every % kChunk != 0)
+        fail("checkpoint_every = " + std::to_string(p.checkpoint_every) + ": a positive multiple of " +
+             std::to_string(kChunk) + " tokens (the chunk) is needed with checkpoint_slots");
+      if (!p.checkpoint_slots) fail("checkpoint_every needs checkpoint_slots ([N, M] int32 pool slots)");
+      const TensorRef &s = *p.checkpoint_slots;
+      if (s.dtype != DType::I32) fail(std::string("checkpoint_slots has dtype ") + dtypeName(s.dtype) + "; expected i32");
+      op::checkBasic("checkpoint_slots", view(s), 2, "[N, M]");
+      if (s.shape[0] != N || s.shape[1] < 1)
+        fail("checkpoint_slots has shape " + dims(s.shape) + "; expected [N, M] = [" + std::to_string(N) +
+             ", M] with M >= 1");
+      op::checkLayout("checkpoint_slots", view(s), false);
+    }
+  } else if (p.initial_slots || p.final_slots || p.checkpoint_slots || p.checkpoint_every != 0 ||
+             p.state_pool_k_first) {
+    fail("initial_slots, final_slots, checkpoint_every, checkpoint_slots and state_pool_k_first go with a "
+         "state_pool, which is not given");
   }
 
   // Outputs: no element written twice, no overlap with any other argument.
@@ -647,6 +672,8 @@ ForwardConfig forwardConfig(const ForwardParams &p) {
   c.stateVFirst = p.state_v_first;
   c.pool = p.state_pool.has_value();
   c.poolDtype = p.state_pool ? p.state_pool->dtype : DType::F32;
+  c.poolKFirst = p.state_pool && p.state_pool_k_first;
+  c.poolCheckpoints = p.state_pool && p.checkpoint_every > 0;
   return c;
 }
 
@@ -663,6 +690,8 @@ std::string ForwardConfig::str() const {
   if (gate) s << " gate=1 dt_bias=" << gateBias;
   if (stateVFirst) s << " state_v_first=1";
   if (pool) s << " pool=" << dtypeName(poolDtype);
+  if (pool && poolKFirst) s << " pool_k_first=1";
+  if (pool && poolCheckpoints) s << " pool_checkpoints=1";
   return s.str();
 }
 
@@ -740,6 +769,8 @@ KernelSpec fusedKernelSpec(const ForwardConfig &c, int64_t bv) {
   if (c.pool) {
     s.defines["POOL"] = "1";
     s.defines["PT"] = dtypeName(c.poolDtype);
+    if (c.poolKFirst) s.defines["PKF"] = "1";
+    if (c.poolCheckpoints) s.defines["CKPT"] = "1";
   }
   s.defines["HAS_H0"] = c.initialState ? "1" : "0";
   s.defines["STORE_HT"] = c.finalState ? "1" : "0";
@@ -765,6 +796,7 @@ KernelSpec fusedPass1KernelSpec(const ForwardConfig &c) {
   if (c.pool) {
     s.defines["POOL"] = "1";
     s.defines["PT"] = dtypeName(c.poolDtype);
+    if (c.poolKFirst) s.defines["PKF"] = "1";
   }
   return s;
 }

@@ -66,6 +66,9 @@ qla::gdn::ForwardParams paramsOf(const qla_gdn_forward_args *a) {
   p.state_pool = optionalOf("state_pool", a->state_pool);
   p.initial_slots = optionalOf("initial_slots", a->initial_slots);
   p.final_slots = optionalOf("final_slots", a->final_slots);
+  p.state_pool_k_first = a->state_pool_k_first != 0;
+  p.checkpoint_every = a->checkpoint_every;
+  p.checkpoint_slots = optionalOf("checkpoint_slots", a->checkpoint_slots);
   return p;
 }
 
@@ -120,6 +123,8 @@ qla::gdn::ForwardConfig configOf(const qla_gdn_forward_config *c) {
   if (c->pool < 0 || c->pool > 2) fail("pool is " + std::to_string(c->pool) + " (0: none, 1: f32, 2: bf16)");
   fc.pool = c->pool != 0;
   fc.poolDtype = c->pool == 2 ? qla::DType::BF16 : qla::DType::F32;
+  fc.poolKFirst = fc.pool && c->pool_k_first != 0;
+  fc.poolCheckpoints = fc.pool && c->pool_checkpoints != 0;
   fc.K = c->k;
   fc.V = c->v;
   fc.varlen = c->varlen != 0;
@@ -154,6 +159,7 @@ qla::gdn::RecurrentParams recurrentParamsOf(const qla_gdn_recurrent_args *a) {
   p.use_qk_l2norm = a->use_qk_l2norm != 0;
   p.beta_activation = a->beta_activation;
   p.use_gate = a->use_gate != 0;
+  p.state_pool_k_first = a->state_pool_k_first != 0;
   p.stream = static_cast<CUstream>(a->stream);
   return p;
 }
@@ -191,6 +197,7 @@ int qla_gdn_recurrent_warmup(const qla_gdn_recurrent_config *c, char *err, size_
       throw qla::gdn::Error("fused_recurrent_gated_delta_rule: gate is " + std::to_string(c->gate) + " (0, 1 or 2)");
     rc.gate = c->gate != 0;
     rc.gateBias = c->gate == 1;
+    rc.poolKFirst = c->pool_k_first != 0;
     qla::gdn::warmupRecurrent(rc, true);
   });
 }

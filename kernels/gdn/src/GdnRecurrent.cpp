@@ -58,10 +58,11 @@ void validateRecurrent(const RecurrentParams &p) {
     } else if (p.A_log || p.dt_bias) {
       rfail("A_log and dt_bias are the in-kernel gate's parameters: they need use_gate");
     }
-    op::checkBasic("state_pool", detail::view(p.state_pool), 4, "[slots, Hv, V, K]");
+    const char *layout = p.state_pool_k_first ? "[slots, Hv, K, V] (state_pool_k_first)" : "[slots, Hv, V, K]";
+    op::checkBasic("state_pool", detail::view(p.state_pool), 4, layout);
     const int64_t S = p.state_pool.shape[0];
-    expect("state_pool", p.state_pool, {DType::F32, DType::BF16}, "f32 or bf16", {S, Hv, V, K},
-           "[slots, Hv, V, K]");
+    expect("state_pool", p.state_pool, {DType::F32, DType::BF16}, "f32 or bf16",
+           p.state_pool_k_first ? std::vector<int64_t>{S, Hv, K, V} : std::vector<int64_t>{S, Hv, V, K}, layout);
     if (S < 1) rfail("state_pool has no slots");
     expect("read_index", p.read_index, {DType::I32}, "i32", {N}, "[N]");
     expect("write_index", p.write_index, {DType::I32}, "i32", {N, T}, "[N, T]");
@@ -97,6 +98,7 @@ RecurrentConfig recurrentConfig(const RecurrentParams &p) {
   c.betaActivation = p.beta_activation;
   c.gate = p.use_gate;
   c.gateBias = p.use_gate && p.dt_bias.has_value();
+  c.poolKFirst = p.state_pool_k_first;
   return c;
 }
 
@@ -105,11 +107,12 @@ std::string RecurrentConfig::str() const {
   s << "dtype=" << dtypeName(dtype) << " g=" << dtypeName(gDtype) << " beta=" << dtypeName(betaDtype)
     << " state=" << dtypeName(stateDtype) << " K=" << K << " V=" << V << " l2norm=" << l2norm
     << " beta_activation=" << betaActivation << " gate=" << gate << " dt_bias=" << gateBias;
+  if (poolKFirst) s << " pool_k_first=1";
   return s.str();
 }
 
 KernelSpec recurrentKernelSpec(const RecurrentConfig &c) {
-  return {kRecurrentFile,
+  KernelSpec s{kRecurrentFile,
           {{"DT", dtypeName(c.dtype)},
            {"GT", dtypeName(c.gDtype)},
            {"BT", dtypeName(c.betaDtype)},
@@ -120,6 +123,8 @@ KernelSpec recurrentKernelSpec(const RecurrentConfig &c) {
            {"GATE", c.gate ? "1" : "0"},
            {"HAS_DTB", c.gateBias ? "1" : "0"},
            {"BSIG", std::to_string(c.betaActivation)}}};
+  if (c.poolKFirst) s.defines["PKF"] = "1";
+  return s;
 }
 
 void warmupRecurrent(const RecurrentConfig &c, bool loadOnGpu) {

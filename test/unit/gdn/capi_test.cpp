@@ -26,9 +26,13 @@ static_assert(offsetof(qla_gdn_forward_args, scale) == 8 && offsetof(qla_gdn_for
                   offsetof(qla_gdn_forward_args, beta_activation) == 920 &&
                   offsetof(qla_gdn_forward_args, A_log) == 928 && offsetof(qla_gdn_forward_args, dt_bias) == 1016 &&
                   offsetof(qla_gdn_forward_args, state_v_first) == 1104 &&
-                  offsetof(qla_gdn_forward_args, state_pool) == 1112 && sizeof(qla_gdn_forward_args) == 1376,
+                  offsetof(qla_gdn_forward_args, state_pool) == 1112 &&
+                  offsetof(qla_gdn_forward_args, state_pool_k_first) == 1376 &&
+                  offsetof(qla_gdn_forward_args, checkpoint_every) == 1384 &&
+                  offsetof(qla_gdn_forward_args, checkpoint_slots) == 1392 && sizeof(qla_gdn_forward_args) == 1480,
               "qla_gdn_forward_args layout");
-static_assert(sizeof(qla_gdn_forward_config) == 56, "qla_gdn_forward_config layout");
+static_assert(sizeof(qla_gdn_forward_config) == 64, "qla_gdn_forward_config layout");
+static_assert(sizeof(qla_gdn_recurrent_config) == 40, "qla_gdn_recurrent_config layout");
 static_assert(QLA_GDN_BF16 == int(qla::DType::BF16) && QLA_GDN_F16 == int(qla::DType::F16) &&
                   QLA_GDN_F32 == int(qla::DType::F32) && QLA_GDN_I32 == int(qla::DType::I32) &&
                   QLA_GDN_I64 == int(qla::DType::I64),

@@ -81,9 +81,9 @@ Expected expectedSignature(const KernelSpec &spec, const ForwardConfig &c) {
             {dt, dt, dt, dt, f32, cu, f32, dt, f32, f32, f32, bf, bf, dt, dt, dt, dt},
             {scale, ls}};
   if (spec.file == "gdn_fwd_fused.qla")
-    return {{"Q", "Kt", "Vt", "G", "Beta", "CU", "H0", "HS", "TS", "O", "HT", "Pool", "PI", "PO"},
-            {dt, dt, dt, gt, bt, cu, f32, f32, dt, dt, f32, f32, DType::I32, DType::I32},
-            {scale, ls}};
+    return {{"Q", "Kt", "Vt", "G", "Beta", "CU", "H0", "HS", "TS", "O", "HT", "Pool", "PI", "PO", "CS"},
+            {dt, dt, dt, gt, bt, cu, f32, f32, dt, dt, f32, f32, DType::I32, DType::I32, DType::I32},
+            {scale, ls, {"ce", DType::I32}}};
   if (spec.file == "gdn_fwd_fused_pass1.qla")
     return {{"Kt", "Vt", "G", "TS", "RK", "CU", "H0", "Pool", "PI", "LS", "PH", "PL"},
             {dt, dt, gt, dt, f32, cu, f32, f32, DType::I32, f32, bf, bf},
@@ -620,7 +620,7 @@ TEST_CASE("GDN: fused launch plans", "[gdn][kernels][nvrtc]") {
         CHECK(plan.fusedGrid == std::array<int64_t, 3>{V / bv, Hv, NZ});
         CHECK(plan.fusedSpec.defines.count("BV") == (bv == 64 ? 1u : 0u));
         auto &ft = plan.fusedArgs.tensors;
-        REQUIRE(ft.size() == 14);  // ..., Pool, PI, PO: stand-ins without a state pool
+        REQUIRE(ft.size() == 15);  // ..., Pool, PI, PO, CS: stand-ins without a state pool
         CHECK(ft[0].data == p.q.data);
         CHECK(ft[1].data == p.k.data);
         CHECK(ft[2].data == p.v.data);
@@ -649,9 +649,10 @@ TEST_CASE("GDN: fused launch plans", "[gdn][kernels][nvrtc]") {
           CHECK(ft[7].data == ws + n - 256);  // the dummy: no segment states
           CHECK(ft[8].data == ws + n - 256);  // nor T
         }
-        REQUIRE(plan.fusedArgs.scalars.size() == 2);
+        REQUIRE(plan.fusedArgs.scalars.size() == 3);
         CHECK(plan.fusedArgs.scalars[0] == Approx(1.0 / std::sqrt(128.0)));
         CHECK(plan.fusedArgs.scalars[1] == (split ? 3.0 : double(int64_t(1) << 30)));
+        CHECK(plan.fusedArgs.scalars[2] == 1.0);  // ce: no prefix-caching checkpoints (CKPT = 0)
       }
   ::unsetenv("QLA_GDN_FUSED_BV");
 }
@@ -1104,7 +1105,7 @@ TEST_CASE("GDN: training-mode checkpoints are the split's segment start states",
       CHECK(plan.merge.tensors[5].shape == shape);
       if (fused > 0) {
         REQUIRE(plan.fused);
-        REQUIRE(plan.fusedArgs.tensors.size() == 14);
+        REQUIRE(plan.fusedArgs.tensors.size() == 15);
         CHECK(plan.fusedArgs.tensors[7].data == fakePtr(17));
       } else {
         REQUIRE(plan.state.tensors.size() == 17);

@@ -217,13 +217,55 @@ TEST_CASE("GDN forward: prefill into a state pool's arguments", "[gdn][validate]
   p.state_pool = TensorRef{fakePtr(40), DType::F16, {5, sh.Hv, sh.V, sh.K}, {}};
   CHECK(validationError(p) == P + "state_pool has dtype f16; expected f32 or bf16");
   p.state_pool = TensorRef{fakePtr(40), DType::F32, {5, sh.Hv, sh.K, sh.V / 2}, {}};
-  CHECK(validationError(p) == P + "state_pool has shape [5, 8, 128, 64]; expected [slots, Hv, V, K] = [slots, 8, 128, 128]");
+  CHECK(validationError(p) == P + "state_pool has shape [5, 8, 128, 64]; expected [slots, Hv, V, K] = [slots, 8, 128, "
+                                  "128] (V-first; state_pool_k_first for [slots, Hv, K, V])");
+  // K-first: [slots, Hv, K, V] (K != V tells the layouts apart).
+  {
+    ForwardParams q = validParams(Shape{2, 64, 4, 8, 64, 128});
+    q.state_pool = TensorRef{fakePtr(40), DType::F32, {3, 8, 128, 64}, {}};
+    CHECK(validationError(q) == "<no error>");
+    q.state_pool_k_first = true;
+    CHECK(validationError(q) == P + "state_pool has shape [3, 8, 128, 64]; expected [slots, Hv, K, V] = [slots, 8, "
+                                    "64, 128] (state_pool_k_first)");
+    q.state_pool = TensorRef{fakePtr(40), DType::F32, {3, 8, 64, 128}, {}};
+    CHECK(validationError(q) == "<no error>");
+    CHECK(qla::gdn::forwardConfig(q).poolKFirst);
+    CHECK(qla::gdn::fusedKernelSpec(qla::gdn::forwardConfig(q)).defines.at("PKF") == "1");
+    CHECK(qla::gdn::fusedPass1KernelSpec(qla::gdn::forwardConfig(q)).defines.at("PKF") == "1");
+    q.state_v_first = true;
+    CHECK(validationError(q) == P + "state_v_first does not apply to a state_pool (V-first by default; "
+                                    "state_pool_k_first for K-first)");
+  }
+  // Prefix caching: checkpoint_every (a multiple of 64) with checkpoint_slots [N, M] i32.
+  {
+    ForwardParams q = validParams(sh);
+    q.state_pool = TensorRef{fakePtr(40), DType::F32, {5, sh.Hv, sh.V, sh.K}, {}};
+    q.checkpoint_every = 128;
+    CHECK(validationError(q) == P + "checkpoint_every needs checkpoint_slots ([N, M] int32 pool slots)");
+    q.checkpoint_slots = TensorRef{fakePtr(43), DType::I32, {sh.B, 3}, {}};
+    CHECK(validationError(q) == "<no error>");
+    CHECK(qla::gdn::forwardConfig(q).poolCheckpoints);
+    CHECK(qla::gdn::fusedKernelSpec(qla::gdn::forwardConfig(q)).defines.at("CKPT") == "1");
+    CHECK(qla::gdn::fusedPass1KernelSpec(qla::gdn::forwardConfig(q)).defines.count("CKPT") == 0);
+    q.checkpoint_every = 96;
+    CHECK(validationError(q) == P + "checkpoint_every = 96: a positive multiple of 64 tokens (the chunk) is needed "
+                                    "with checkpoint_slots");
+    q.checkpoint_every = 0;
+    CHECK(validationError(q) == P + "checkpoint_every = 0: a positive multiple of 64 tokens (the chunk) is needed "
+                                    "with checkpoint_slots");
+    q.checkpoint_every = 64;
+    q.checkpoint_slots = TensorRef{fakePtr(43), DType::I64, {sh.B, 3}, {}};
+    CHECK(validationError(q) == P + "checkpoint_slots has dtype i64; expected i32");
+    q.checkpoint_slots = TensorRef{fakePtr(43), DType::I32, {sh.B + 1, 3}, {}};
+    CHECK(validationError(q) == P + "checkpoint_slots has shape [3, 3]; expected [N, M] = [2, M] with M >= 1");
+  }
   p.state_pool = TensorRef{fakePtr(40), DType::BF16, {5, sh.Hv, sh.V, sh.K}, {}};
   p.initial_state = TensorRef{fakePtr(6), DType::F32, {sh.B, sh.Hv, sh.K, sh.V}, {}};
   CHECK(validationError(p) == P + "state_pool excludes initial_state and final_state (the pool's slots are the states)");
   p.initial_state.reset();
   p.state_pool.reset();
-  CHECK(validationError(p) == P + "initial_slots and final_slots index a state_pool, which is not given");
+  CHECK(validationError(p) == P + "initial_slots, final_slots, checkpoint_every, checkpoint_slots and "
+                                  "state_pool_k_first go with a state_pool, which is not given");
 }
 
 TEST_CASE("GDN forward: dtype errors", "[gdn][validate]") {

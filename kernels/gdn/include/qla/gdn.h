@@ -86,6 +86,15 @@ struct ForwardParams {
   // absent: not stored; it may be initial_slots). Excludes initial_state,
   // final_state and checkpoints; the call then takes the fused path.
   std::optional<TensorRef> state_pool, initial_slots, final_slots;
+  // The pool is K-first, [slots, Hv, K, V] (FLA's state layout), instead.
+  bool state_pool_k_first = false;
+  // Prefix caching (with state_pool): the state after every
+  // checkpoint_every tokens of each sequence (a positive multiple of 64;
+  // whole chunks: a sequence of L tokens has floor(L / checkpoint_every)
+  // such states) goes to pool slot checkpoint_slots[n, m] for the m-th
+  // ([N, M] int32; < 0: not stored; m >= M: not stored). 0: none.
+  int64_t checkpoint_every = 0;
+  std::optional<TensorRef> checkpoint_slots;
   // Optional host copy of cu_seqlens (N + 1 values): validated (starts at 0,
   // non-decreasing, ends at T), and the cost model plans the split and the V
   // slice for these lengths (without it: for the worst case of the total).
@@ -169,6 +178,8 @@ struct ForwardConfig {
   bool stateVFirst = false;       // ForwardParams::state_v_first (gdn_state_t.qla around the rest)
   bool pool = false;              // ForwardParams::state_pool (POOL=1 in the fused kernel and its pass 1)
   DType poolDtype = DType::F32;   // its dtype (PT)
+  bool poolKFirst = false;        // ForwardParams::state_pool_k_first (PKF=1)
+  bool poolCheckpoints = false;   // ForwardParams::checkpoint_every > 0 (CKPT=1 in the fused kernel)
 
   bool operator==(const ForwardConfig &o) const;
   std::string str() const;  // "dtype=bf16 beta=f32 g=f32 K=128 V=128 varlen=0 ..."
@@ -377,6 +388,7 @@ struct RecurrentParams {
   bool use_gate = false;                 // as in ForwardParams: −exp(A_log) softplus(a + dt_bias)
   std::optional<TensorRef> A_log, dt_bias;  // [Hv] f32, with use_gate
   TensorRef state_pool;  // [slots, Hv, V, K] f32 or bf16: read and written in place
+  bool state_pool_k_first = false;  // the pool is [slots, Hv, K, V] instead
   TensorRef read_index;  // [N] int32: the slot sequence n starts from (< 0: a zero state)
   TensorRef write_index; // [N, T] int32: the slot the state after token t goes to (< 0: not stored)
   TensorRef o;           // out [N, T, Hv, V], the dtype of q
@@ -398,6 +410,7 @@ struct RecurrentConfig {
   bool l2norm = true;
   int betaActivation = 0;
   bool gate = false, gateBias = false;
+  bool poolKFirst = false;
   std::string str() const;
 };
 RecurrentConfig recurrentConfig(const RecurrentParams &p);

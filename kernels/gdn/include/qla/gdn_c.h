@@ -19,7 +19,7 @@
 extern "C" {
 #endif
 
-#define QLA_GDN_ABI_VERSION 8
+#define QLA_GDN_ABI_VERSION 9
 
 /* Dtype codes (the values of qla::DType). */
 enum { QLA_GDN_BF16 = 0, QLA_GDN_F16 = 1, QLA_GDN_F32 = 2, QLA_GDN_I32 = 3, QLA_GDN_I64 = 4 };
@@ -60,6 +60,11 @@ typedef struct qla_gdn_forward_args {
   qla_gdn_tensor state_pool;  /* (ABI 8) optional [slots, Hv, V, K] f32/bf16, read and written in place */
   qla_gdn_tensor initial_slots; /* (ABI 8) optional [N] i32: each sequence's start slot (< 0: zero) */
   qla_gdn_tensor final_slots;   /* (ABI 8) optional [N] i32: where each final state goes (< 0: nowhere) */
+  int32_t state_pool_k_first;   /* (ABI 9) the pool is [slots, Hv, K, V] */
+  int32_t reserved9;
+  int64_t checkpoint_every;     /* (ABI 9) prefix caching: the state every this many tokens (a multiple of
+                                   64; 0: none) into the pool slots of checkpoint_slots */
+  qla_gdn_tensor checkpoint_slots; /* (ABI 9) [N, M] i32: slot of sequence n's m-th such state (< 0: none) */
 } qla_gdn_forward_args;
 
 /* Specialization selector for qla_gdn_forward_warmup. */
@@ -77,6 +82,8 @@ typedef struct qla_gdn_forward_config {
   int32_t gate;            /* 0: none; 1: the in-kernel gate with dt_bias; 2: without (ABI 6) */
   int32_t state_v_first;   /* 0 or 1 (ABI 7) */
   int32_t pool;            /* 0: no state pool; 1: an f32 pool; 2: a bf16 pool (ABI 8) */
+  int32_t pool_k_first;    /* (ABI 9) 0 or 1, as state_pool_k_first */
+  int32_t pool_checkpoints; /* (ABI 9) 0 or 1: checkpoint_every > 0 */
 } qla_gdn_forward_config;
 
 /* The backward (qla::gdn::backward): the forward's inputs again, the
@@ -128,6 +135,8 @@ typedef struct qla_gdn_recurrent_args {
   void *stream;                    /* NULL: the default stream */
   int32_t beta_activation;         /* 0, 1 or 2 as in qla_gdn_forward_args */
   int32_t use_gate;                /* 0 or 1 */
+  int32_t state_pool_k_first;      /* (ABI 9) the pool is [slots, Hv, K, V] */
+  int32_t reserved9;
 } qla_gdn_recurrent_args;
 
 /* Fills `a` with: abi_version, use_qk_l2norm = 1, scale = NaN, every tensor
@@ -137,8 +146,7 @@ void qla_gdn_recurrent_args_init(qla_gdn_recurrent_args *a);
  * a->stream: no synchronization, no allocation, no workspace. */
 int qla_gdn_recurrent(const qla_gdn_recurrent_args *a, char *err, size_t errlen);
 
-/* Specialization selector for qla_gdn_recurrent_warmup (added with ABI 8;
- * the argument structs are unchanged). */
+/* Specialization selector for qla_gdn_recurrent_warmup (ABI 9). */
 typedef struct qla_gdn_recurrent_config {
   int32_t dtype;           /* QLA_GDN_BF16 or QLA_GDN_F16: q, k, v, o */
   int32_t g_dtype;         /* QLA_GDN_F32 or dtype */
@@ -148,6 +156,7 @@ typedef struct qla_gdn_recurrent_config {
   int32_t use_qk_l2norm;   /* 0 or 1 */
   int32_t beta_activation; /* 0, 1 or 2 */
   int32_t gate;            /* 0: none; 1: the in-kernel gate with dt_bias; 2: without */
+  int32_t pool_k_first;    /* 0 or 1, as state_pool_k_first */
 } qla_gdn_recurrent_config;
 
 /* Compiles (and, with a GPU, loads) the decode / verify kernel of one

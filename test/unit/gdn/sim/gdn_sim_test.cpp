@@ -22,7 +22,7 @@
 #include "qla/gdn.h"
 #include "qla/gdn_c.h"
 
-static_assert(sizeof(qla_gdn_recurrent_args) == 16 + 11 * 88 + 16, "python/qla/gdn.py mirrors this layout");
+static_assert(sizeof(qla_gdn_recurrent_args) == 16 + 11 * 88 + 24, "python/qla/gdn.py mirrors this layout");
 
 namespace {
 
@@ -747,8 +747,8 @@ void checkUntouched(const std::vector<float> &got, const std::vector<double> &po
 // sequences of T tokens over a V-first pool; reads from slots 0.. (one
 // sequence from none), every token's state written to its own slot (one
 // write skipped); o and every written slot against the float64 recurrence,
-// every other slot unchanged.
-void runRecurrent(Problem pb, DType poolDt) {
+// every other slot unchanged. kFirst: the pool is [slots, Hv, K, V].
+void runRecurrent(Problem pb, DType poolDt, bool kFirst = false) {
   INFO(pb.name);
   pb.l2norm = true;
   pb.h0 = true;
@@ -766,15 +766,18 @@ void runRecurrent(Problem pb, DType poolDt) {
   const std::vector<double> pool = randomPool(slots, sv, poolDt);
   startStates(pool, ri, sv, V, K, d.h0);
   Tensor q(pb.dt, {N, T, pb.Hqk, K}), k(pb.dt, {N, T, pb.Hqk, K}), v(pb.dt, {N, T, Hv, V}), g(DType::F32, {N, T, Hv}),
-      beta(DType::F32, {N, T, Hv}), o(pb.dt, {N, T, Hv, V}), P(poolDt, {slots, Hv, V, K}), R(DType::I32, {N}),
-      W(DType::I32, {N, T}), alog(DType::F32, {Hv}), dtb(DType::F32, {Hv});
-  q.set(d.q), k.set(d.k), v.set(d.v), g.set(d.g), beta.set(d.beta), P.set(pool), alog.set(d.alog), dtb.set(d.dtb);
+      beta(DType::F32, {N, T, Hv}), o(pb.dt, {N, T, Hv, V}),
+      P(poolDt, kFirst ? std::vector<int64_t>{slots, Hv, K, V} : std::vector<int64_t>{slots, Hv, V, K}),
+      R(DType::I32, {N}), W(DType::I32, {N, T}), alog(DType::F32, {Hv}), dtb(DType::F32, {Hv});
+  const std::vector<double> devPool = kFirst ? swapLast(pool, V, K) : pool;
+  q.set(d.q), k.set(d.k), v.set(d.v), g.set(d.g), beta.set(d.beta), P.set(devPool), alog.set(d.alog), dtb.set(d.dtb);
   std::memcpy(R.buf.p, ri.data(), ri.size() * 4);
   std::memcpy(W.buf.p, wi.data(), wi.size() * 4);
   o.poison();
   qla::gdn::RecurrentParams rp;
   rp.q = q.ref(), rp.k = k.ref(), rp.v = v.ref(), rp.g = g.ref(), rp.beta = beta.ref(), rp.o = o.ref();
   rp.state_pool = P.ref(), rp.read_index = R.ref(), rp.write_index = W.ref();
+  rp.state_pool_k_first = kFirst;
   rp.beta_activation = pb.betaAct;
   if (pb.gate) {
     rp.use_gate = true;
@@ -783,8 +786,8 @@ void runRecurrent(Problem pb, DType poolDt) {
   }
   // Through the C ABI (what the Python package calls): the same outputs.
   {
-    Tensor o2(pb.dt, {N, T, Hv, V}), P2(poolDt, {slots, Hv, V, K});
-    P2.set(pool);
+    Tensor o2(pb.dt, {N, T, Hv, V}), P2(poolDt, P.shape);
+    P2.set(devPool);
     o2.poison();
     auto ct = [](Tensor &t) {
       qla_gdn_tensor c{};
@@ -800,6 +803,7 @@ void runRecurrent(Problem pb, DType poolDt) {
     a.q = ct(q), a.k = ct(k), a.v = ct(v), a.g = ct(g), a.beta = ct(beta), a.o = ct(o2);
     a.state_pool = ct(P2), a.read_index = ct(R), a.write_index = ct(W);
     a.beta_activation = pb.betaAct;
+    a.state_pool_k_first = kFirst ? 1 : 0;
     if (pb.gate) {
       a.use_gate = 1;
       a.A_log = ct(alog);
@@ -821,7 +825,7 @@ void runRecurrent(Problem pb, DType poolDt) {
   const double eo = relRms(o.get(), full.o);
   std::printf("%-40s recurrent: o %.2e", pb.name.c_str(), eo);
   CHECK(eo <= 0.005);
-  const std::vector<float> got = P.get();
+  const std::vector<float> got = kFirst ? swapLast(P.get(), K, V) : P.get();  // V-first
   double worst = 0;
   for (int64_t t = 0; t < T; ++t) {
     Problem pt = pb;
@@ -845,39 +849,71 @@ void runRecurrent(Problem pb, DType poolDt) {
 
 }  // namespace
 
+namespace {
+
+// Sequence n of (pb, d) cut to its first L tokens, as a problem of its own
+// (one sequence, its initial state).
+std::pair<Problem, Data> sequencePrefix(const Problem &pb, const Data &d, int64_t n, int64_t L) {
+  const int64_t base = pb.offsets.empty() ? n * pb.T : pb.offsets[size_t(n)];
+  Problem p = pb;
+  p.offsets.clear();
+  p.B = 1;
+  p.T = L;
+  Data e = d;
+  auto cut = [&](const std::vector<double> &x, int64_t inner) {
+    return std::vector<double>(x.begin() + long(base * inner), x.begin() + long((base + L) * inner));
+  };
+  e.q = cut(d.q, pb.Hqk * pb.K), e.k = cut(d.k, pb.Hqk * pb.K), e.v = cut(d.v, pb.Hv * pb.V);
+  e.dout = cut(d.dout, pb.Hv * pb.V), e.g = cut(d.g, pb.Hv), e.beta = cut(d.beta, pb.Hv);
+  const size_t sv = size_t(pb.Hv * pb.K * pb.V);
+  e.h0.assign(d.h0.begin() + long(size_t(n) * sv), d.h0.begin() + long(size_t(n + 1) * sv));
+  return {p, e};
+}
+
+}  // namespace
+
 // Prefill into a state pool (ForwardParams::state_pool): the fused kernel
 // reads each sequence's start state from its slot (one sequence from none)
 // and writes the final state to another slot, in place; o and the written
 // slots against the float64 recurrence, every other slot unchanged. With
 // split = true the long sequence is cut into segments (its pass 1 reads
-// the pool too).
-void runPrefill(Problem pb, DType poolDt, bool split) {
+// the pool too); kFirst: the pool is [slots, Hv, K, V]; ckptEvery > 0:
+// prefix-caching states every ckptEvery tokens into slots of their own (M
+// = 2 per sequence, one of them -1), each against the float64 recurrence
+// of the sequence's prefix.
+void runPrefill(Problem pb, DType poolDt, bool split, bool kFirst = false, int64_t ckptEvery = 0) {
   INFO(pb.name);
   pb.h0 = true;
   const int64_t T = pb.T, Hv = pb.Hv, K = pb.K, V = pb.V;
   const int64_t N = pb.offsets.empty() ? pb.B : int64_t(pb.offsets.size()) - 1;
   Data d = makeData(pb);
-  const int64_t slots = 2 * N + 1;
+  const int64_t M = 2;
+  const int64_t slots = 2 * N + 1 + (ckptEvery ? N * M : 0);
   const size_t sv = size_t(Hv * V * K);
-  const std::vector<double> pool = randomPool(slots, sv, poolDt);
-  std::vector<int32_t> in(static_cast<size_t>(N)), out(static_cast<size_t>(N));
+  const std::vector<double> pool = randomPool(slots, sv, poolDt);  // V-first; K-first on the device with kFirst
+  std::vector<int32_t> in(static_cast<size_t>(N)), out(static_cast<size_t>(N)), cks(static_cast<size_t>(N * M));
   for (int64_t n = 0; n < N; ++n) {
     in[size_t(n)] = n == 0 ? -1 : int32_t(n);
     out[size_t(n)] = n == N - 1 ? int32_t(n) : int32_t(N + n);  // the last in place
   }
+  for (int64_t i = 0; i < N * M; ++i) cks[size_t(i)] = i == 1 ? -1 : int32_t(2 * N + 1 + i);
   startStates(pool, in, sv, V, K, d.h0);
   const Grads ref = reference(pb, d, false);
   const int64_t B = pb.B;
   Tensor q(pb.dt, {B, T, pb.Hqk, K}), k(pb.dt, {B, T, pb.Hqk, K}), v(pb.dt, {B, T, Hv, V}), g(DType::F32, {B, T, Hv}),
-      beta(DType::F32, {B, T, Hv}), o(pb.dt, {B, T, Hv, V}), P(poolDt, {slots, Hv, V, K}), SI(DType::I32, {N}),
-      SO(DType::I32, {N}), cu(DType::I32, {N + 1});
-  q.set(d.q), k.set(d.k), v.set(d.v), g.set(d.g), beta.set(d.beta), P.set(pool);
+      beta(DType::F32, {B, T, Hv}), o(pb.dt, {B, T, Hv, V}),
+      P(poolDt, kFirst ? std::vector<int64_t>{slots, Hv, K, V} : std::vector<int64_t>{slots, Hv, V, K}),
+      SI(DType::I32, {N}), SO(DType::I32, {N}), CS(DType::I32, {N, M}), cu(DType::I32, {N + 1});
+  q.set(d.q), k.set(d.k), v.set(d.v), g.set(d.g), beta.set(d.beta), P.set(kFirst ? swapLast(pool, V, K) : pool);
   std::memcpy(SI.buf.p, in.data(), in.size() * 4);
   std::memcpy(SO.buf.p, out.data(), out.size() * 4);
+  std::memcpy(CS.buf.p, cks.data(), cks.size() * 4);
   o.poison();
   qla::gdn::ForwardParams fp;
   fp.q = q.ref(), fp.k = k.ref(), fp.v = v.ref(), fp.g = g.ref(), fp.beta = beta.ref(), fp.o = o.ref();
   fp.state_pool = P.ref(), fp.initial_slots = SI.ref(), fp.final_slots = SO.ref();
+  fp.state_pool_k_first = kFirst;
+  if (ckptEvery) fp.checkpoint_every = ckptEvery, fp.checkpoint_slots = CS.ref();
   fp.use_qk_l2norm = pb.l2norm;
   std::vector<int64_t> cuHost;
   if (!pb.offsets.empty()) {
@@ -894,8 +930,24 @@ void runPrefill(Problem pb, DType poolDt, bool split) {
   const double eo = relRms(o.get(), ref.o);
   std::printf("%-40s prefill: o %.2e", pb.name.c_str(), eo);
   CHECK(eo <= 0.005);
-  const std::vector<float> got = P.get();
+  const std::vector<float> got = kFirst ? swapLast(P.get(), K, V) : P.get();  // V-first
   double worst = 0;
+  std::vector<int32_t> written = out;
+  for (int64_t n = 0; n < N && ckptEvery; ++n) {
+    const int64_t len = pb.offsets.empty() ? T : pb.offsets[size_t(n) + 1] - pb.offsets[size_t(n)];
+    for (int64_t m = 0; m < M; ++m) {
+      const int32_t w = cks[size_t(n * M + m)];
+      if (w < 0 || (m + 1) * ckptEvery > len) continue;  // not stored: the slot stays as it was
+      written.push_back(w);
+      auto [pp, dd] = sequencePrefix(pb, d, n, (m + 1) * ckptEvery);
+      const Grads r = reference(pp, dd, false);
+      const std::vector<float> slot(got.begin() + long(size_t(w) * sv), got.begin() + long(size_t(w + 1) * sv));
+      const double e = relRms(swapLast(slot, V, K), r.ht);
+      worst = std::max(worst, e);
+      INFO("sequence " << n << " checkpoint " << m << " slot " << w);
+      CHECK(e <= 0.005);
+    }
+  }
   for (int64_t n = 0; n < N; ++n) {
     const int32_t w = out[size_t(n)];
     const std::vector<double> want(ref.ht.begin() + long(size_t(n) * sv), ref.ht.begin() + long(size_t(n + 1) * sv));
@@ -905,8 +957,8 @@ void runPrefill(Problem pb, DType poolDt, bool split) {
     INFO("sequence " << n << " slot " << w);
     CHECK(e <= 0.005);
   }
-  std::printf("  final states %.2e\n", worst);
-  checkUntouched(got, pool, out, sv, poolDt);
+  std::printf("  final states%s %.2e\n", ckptEvery ? " and checkpoints" : "", worst);
+  checkUntouched(got, pool, written, sv, poolDt);
 }
 
 TEST_CASE("GDN prefill into a state pool on the simulator", "[gdn][sim][pool]") {
@@ -931,6 +983,32 @@ TEST_CASE("GDN prefill into a state pool on the simulator", "[gdn][sim][pool]") 
   runPrefill(pb, DType::F32, false);
 }
 
+TEST_CASE("GDN prefill: K-first pools and prefix-caching checkpoints on the simulator", "[gdn][sim][pool]") {
+  Problem pb;
+  pb.name = "prefill K-first K=64 V=128 varlen f32 pool";
+  pb.dt = DType::BF16;
+  pb.offsets = {0, 5, 150, 300};
+  pb.T = 300;
+  pb.Hv = 2;
+  pb.K = 64;
+  pb.V = 128;
+  runPrefill(pb, DType::F32, false, true);
+  pb.name = "prefill K-first split, checkpoints every 64";
+  pb.l2norm = true;
+  runPrefill(pb, DType::BF16, true, true, 64);
+  pb.name = "prefill V-first varlen, checkpoints every 128";
+  pb.K = 128;
+  pb.V = 64;
+  pb.l2norm = false;
+  runPrefill(pb, DType::F32, false, false, 128);
+  pb.name = "prefill V-first B=2 T=200 split, checkpoints every 64";
+  pb.offsets.clear();
+  pb.B = 2;
+  pb.T = 200;
+  pb.K = pb.V = 64;
+  runPrefill(pb, DType::F32, true, false, 64);
+}
+
 TEST_CASE("GDN decode and verify over a state pool on the simulator", "[gdn][sim][recurrent]") {
   Problem pb;
   pb.name = "verify N=3 T=3 GVA K=V=64 f32 pool";
@@ -949,4 +1027,10 @@ TEST_CASE("GDN decode and verify over a state pool on the simulator", "[gdn][sim
   pb.gate = true;
   pb.betaAct = 1;
   runRecurrent(pb, DType::BF16);
+  pb.name = "verify N=2 T=2 K=64 V=128 K-first f32 pool";
+  pb.T = 2;
+  pb.K = 64;
+  pb.gate = false;
+  pb.betaAct = 0;
+  runRecurrent(pb, DType::F32, true);
 }
