@@ -891,6 +891,24 @@ LogicalResult Emitter::emitParallel(ParallelOp op) {
   // enclosing loop and held in registers across it.
   const bool freshIds = llvm::any_of(body, [](Operation &o) { return isa<SlotPickOp>(o); });
   if (freshIds) openFreshIds();
+  // A slot tile read at the map's own (row, col) over an accumulator
+  // layout: a register pair's two columns are neighbours in shared memory
+  // (in one 16-byte chunk under every swizzle), so the pair is read by one
+  // 32-bit (64-bit for f32) load at the even register and its second half
+  // kept for the odd one: half the loads and half the addresses.
+  llvm::DenseMap<Operation *, std::string> pairedPicks;
+  if (ext.size() == 2 && driver.getLayout() == FragType::Acc && FragLayout::of(driver).pairsColumns())
+    for (Operation &o : body) {
+      auto p = dyn_cast<SlotPickOp>(o);
+      if (!p || p.getIndices().size() != 2 || p.getIndices()[0] != body.getArgument(0) ||
+          p.getIndices()[1] != body.getArgument(1))
+        continue;
+      Type et = p.getTile().getType().getElementType();
+      if (!et.isBF16() && !et.isF16() && !et.isF32()) continue;
+      std::string v = fresh("qla_pair");
+      line(fmt::format("{} {};", et.isF32() ? "float2" : "qla::dev::u32", v));
+      pairedPicks[p] = v;
+    }
   RegLoop l = openRegLoop(driver, idxNames);
   for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
     if (ext.size() == 1) bind(arg, l.idx[0]);
@@ -902,6 +920,19 @@ LogicalResult Emitter::emitParallel(ParallelOp op) {
   };
   for (Operation &o : body) {
     setPosition(o.getLoc());
+    if (auto it = pairedPicks.find(&o); it != pairedPicks.end()) {
+      auto p = cast<SlotPickOp>(o);
+      auto t = p.getTile().getType();
+      Type et = t.getElementType();
+      const std::string &v = it->second;
+      const std::string at = fmt::format("{}[{}]", name(p.getTile()), smemIndex(t, l.idx[0], l.idx[1]));
+      line(fmt::format("if ({} % 2 == 0) {} = *reinterpret_cast<const {}*>(&{});", l.reg, v,
+                       et.isF32() ? "float2" : "qla::dev::u32", at));
+      const std::string lo = et.isF32() ? v + ".x" : fmt::format("qla::dev::unpack_{}x2_lo({})", pfx(et), v);
+      const std::string hi = et.isF32() ? v + ".y" : fmt::format("qla::dev::unpack_{}x2_hi({})", pfx(et), v);
+      declare(p.getResult(), "float", fmt::format("({} % 2 == 0) ? {} : {}", l.reg, lo, hi), "pick");
+      continue;
+    }
     if (auto r = dyn_cast<ElemReadOp>(o)) {
       if (r.getResult().getType().isIndex())
         declare(r.getResult(), "int", fmt::format("{}[{}]", name(r.getFrag()), regFor(r.getFrag().getType())), "el");
