@@ -77,6 +77,7 @@ bool lowerAndEmit(mlir::MLIRContext &ctx, mlir::ModuleOp mod, const CompileOptio
   eo.lineDirectives = options.lineInfo;
   eo.tmaStores = options.tmaStores;
   eo.trace = options.trace;
+  eo.freshAddressRegs = options.freshAddressRegs;
   if (mlir::failed(compiler::emitCuda(fn, ek, eo))) return false;
   out.cuda = std::move(ek.source);
   out.info = std::move(ek.info);

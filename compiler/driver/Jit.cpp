@@ -5,6 +5,7 @@
 #include "qla/runtime/Log.h"
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -50,6 +51,19 @@ bool flagFromEnvironment(const char *name) {
 bool lineInfoFromEnvironment() { return flagFromEnvironment("QLA_LINE_INFO"); }
 bool partialWaitsFromEnvironment() { return flagFromEnvironment("QLA_PARTIAL_WAITS"); }
 bool traceFromEnvironment() { return flagFromEnvironment("QLA_TRACE"); }
+int freshAddressRegsFromEnvironment(int fallback) {
+  const char *v = std::getenv("QLA_FRESH_ADDRESS_REGS");
+  if (!v || !*v) return fallback;
+  char *end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  if (*end || n < 1 || n > 1024) {
+    static bool warned = false;
+    if (!warned) std::fprintf(stderr, "qla: warning: QLA_FRESH_ADDRESS_REGS='%s' is not a register count; ignored\n", v);
+    warned = true;
+    return fallback;
+  }
+  return int(n);
+}
 
 JitKernel jitCompileString(const std::string &source, const std::string &filename, const JitOptions &options) {
   const auto t0 = Clock::now();
@@ -64,6 +78,7 @@ JitKernel jitCompileString(const std::string &source, const std::string &filenam
   co.lineInfo = lineInfo;
   co.partialWaits = options.partialWaits || partialWaitsFromEnvironment();
   co.trace = options.trace || traceFromEnvironment();
+  co.freshAddressRegs = freshAddressRegsFromEnvironment(options.freshAddressRegs);
   co.includeDirs = options.includeDirs;
   co.includeLookup = options.includeLookup;
   CompiledKernel ck;

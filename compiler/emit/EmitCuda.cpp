@@ -16,7 +16,7 @@ using namespace mlir::qlanv;
 namespace qla::compiler {
 
 LogicalResult emitCuda(func::FuncOp fn, EmittedKernel &out, const EmitOptions &options) {
-  Emitter e(fn, out.info, options.lineDirectives, options.tmaStores, options.trace);
+  Emitter e(fn, out.info, options.lineDirectives, options.tmaStores, options.trace, options.freshAddressRegs);
   if (failed(e.emitKernel())) return failure();
   out.source = e.takeSource();
   return success();

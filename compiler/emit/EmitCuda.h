@@ -27,6 +27,8 @@ struct EmitOptions {
   // Record the kernel's waits (their start and end, clock64) and slot
   // releases into a device buffer (qla/device/trace.cuh): CompileOptions::trace.
   bool trace = false;
+  // CompileOptions::freshAddressRegs.
+  int freshAddressRegs = 128;
 };
 
 // Fails with an error at the offending op (through the MLIR diagnostic

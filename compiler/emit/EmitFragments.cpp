@@ -526,10 +526,11 @@ LogicalResult Emitter::emitCopy(CopyOp op) {
     emitLdmatrixTrans(op);
     return success();
   }
-  // A fragment of half a thread's registers or more: its per-register
-  // shared-memory addresses are computed in the copy (lane and warp ids taken
-  // afresh), not hoisted out of an enclosing loop and held beside it.
-  const bool freshIds = frag.getRegsPerThread() >= 128;
+  // A fragment of half a thread's registers or more (freshAddressRegs_):
+  // its per-register shared-memory addresses are computed in the copy (lane
+  // and warp ids taken afresh), not hoisted out of an enclosing loop and
+  // held beside it.
+  const bool freshIds = frag.getRegsPerThread() >= freshAddressRegs_;
   if (freshIds) openFreshIds();
   RegLoop l = openRegLoop(frag);
   std::string row = tile.getShape().size() == 2 ? l.idx[0] : "0", col = l.idx.back();

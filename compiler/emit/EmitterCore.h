@@ -20,8 +20,9 @@ Swizzle swizzleOf(unsigned bytes);
 class Emitter {
  public:
   Emitter(mlir::func::FuncOp fn, KernelInfo &info, bool lineDirectives = false, bool tmaStores = true,
-          bool trace = false)
-      : fn_(fn), info_(info), lineDirectives_(lineDirectives), tmaStores_(tmaStores), trace_(trace) {}
+          bool trace = false, int freshAddressRegs = 128)
+      : fn_(fn), info_(info), lineDirectives_(lineDirectives), tmaStores_(tmaStores), trace_(trace),
+        freshAddressRegs_(freshAddressRegs) {}
   mlir::LogicalResult emitKernel();
   std::string takeSource() { return std::move(source_); }
 
@@ -162,6 +163,7 @@ class Emitter {
   // warpgroup's TraceCursor (qla/device/trace.cuh); traceSites_ describes
   // each site id ("id kind role file:line what").
   bool trace_ = false;
+  int freshAddressRegs_ = 128;  // EmitOptions::freshAddressRegs
   std::vector<std::string> traceSites_;
   std::string roleName_ = "block";
   // The code that records an event at a new site (empty without tracing).

@@ -1,5 +1,6 @@
 // qlac: the QLA compiler command line. Works on a machine without a GPU.
 #include <cstdio>
+#include <cstdlib>
 #include <algorithm>
 #include <cstring>
 #include <iterator>
@@ -34,6 +35,9 @@ const char *kUsage =
     "                         put line info into the PTX/cubin (NVRTC\n"
     "                         --generate-line-info), for compute-sanitizer and\n"
     "                         ncu's source view\n"
+    "  --fresh-address-regs=N a shared <-> fragment copy of a fragment of N or more\n"
+    "                         registers a thread computes its addresses in the copy\n"
+    "                         (default 128; QLA_FRESH_ADDRESS_REGS=N for JIT)\n"
     "  --partial-waits        sink shared wgmma waits to the first use of each\n"
     "                         product and wait for only the groups it needs\n"
     "                         (wgmma.wait_group N; QLA_PARTIAL_WAITS=1 for JIT)\n"
@@ -111,6 +115,12 @@ int main(int argc, char **argv) {
       opts.lineInfo = true;
     } else if (a == "--partial-waits") {
       opts.partialWaits = true;
+    } else if (a.rfind("--fresh-address-regs=", 0) == 0) {
+      const std::string v = a.substr(21);
+      char *end = nullptr;
+      const long n = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end || n < 1 || n > 1024) return fail("--fresh-address-regs needs a register count");
+      opts.freshAddressRegs = int(n);
     } else if (a == "--trace") {
       opts.trace = true;
     } else if (a == "--no-tma-stores") {

@@ -44,6 +44,8 @@ struct JitOptions {
   bool partialWaits = false;
   // CompileOptions::trace; also turned on by QLA_TRACE=1 (traceFromEnvironment).
   bool trace = false;
+  // CompileOptions::freshAddressRegs; QLA_FRESH_ADDRESS_REGS=N overrides it.
+  int freshAddressRegs = 128;
   // CompileOptions::includeDirs and includeLookup (`include "NAME"`);
   // jitCompileFile puts the file's own folder first.
   std::vector<std::string> includeDirs;

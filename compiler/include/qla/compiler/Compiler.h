@@ -34,6 +34,14 @@ struct CompileOptions {
   // QLA_TRACE=1 turns it on for JIT compiles. The traced kernel is a
   // different symbol (and cache entry) from the untraced one.
   bool trace = false;
+  // A shared <-> fragment copy of a fragment of at least this many registers
+  // a thread computes its shared addresses in the copy (lane and warp ids
+  // taken afresh) rather than letting them be hoisted out of an enclosing
+  // loop and held (EmitOptions::freshAddressRegs). 128 by default; 32 cuts
+  // the fused backward's spills by about a quarter (kernels/gdn/KERNELS.md,
+  // section 5), unmeasured on a GPU. QLA_FRESH_ADDRESS_REGS=N sets it for JIT
+  // compiles (the CUDA text, hence the cache key, changes).
+  int freshAddressRegs = 128;
   // Where `include "NAME"` finds NAME: first NAME under each folder of
   // includeDirs, in order, then includeLookup(NAME) (files in memory, such as
   // a kernel family's embedded sources; null: none). qlac and jitCompileFile
