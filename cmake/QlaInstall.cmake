@@ -4,6 +4,7 @@
 #   lib/libqla.so                       C++ JIT API, C ABI, GDN operators (MLIR linked in)
 #   include/qla/...                     the public headers: qla/jit.h, qla/c_api.h,
 #                                       qla/gdn.h, qla/gdn_c.h and what they include
+#                                       (qla/DType.h among them)
 #   include/qla/device/*.cuh            the device header library (embedded in
 #                                       libqla.so for NVRTC; here for nvcc users)
 #   lib/cmake/qla/qlaConfig.cmake       find_package(qla): qla::qla, qla::qlac, qla::qla-opt
@@ -38,6 +39,8 @@ install(FILES
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/qla)
 install(FILES ${PROJECT_SOURCE_DIR}/compiler/include/qla/compiler/Compiler.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/qla/compiler)
+# The element types every part names (qla/DType.h, included by the headers above).
+install(FILES ${PROJECT_SOURCE_DIR}/include/qla/DType.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/qla)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/runtime/include/qla/runtime
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/qla
   FILES_MATCHING PATTERN "*.h")

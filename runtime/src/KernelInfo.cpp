@@ -9,27 +9,6 @@
 
 namespace qla {
 
-int dtypeBytes(DType t) {
-  switch (t) {
-  case DType::BF16:
-  case DType::F16: return 2;
-  case DType::F32:
-  case DType::I32: return 4;
-  case DType::I64: return 8;
-  }
-  return 0;
-}
-
-bool parseDType(const std::string &s, DType &out) {
-  static const DType all[] = {DType::BF16, DType::F16, DType::F32, DType::I32, DType::I64};
-  for (DType t : all)
-    if (s == dtypeName(t)) {
-      out = t;
-      return true;
-    }
-  return false;
-}
-
 //===----------------------------------------------------------------------===//
 // Grid expressions
 //===----------------------------------------------------------------------===//

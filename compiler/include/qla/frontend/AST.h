@@ -49,7 +49,7 @@
 #include <string>
 #include <vector>
 
-#include "qla/runtime/KernelInfo.h"  // qla::DType, shared with the runtime
+#include "qla/DType.h"  // qla::DType, shared with the runtime and the operators
 
 namespace qla::fe {
 

@@ -8,22 +8,9 @@
 #include <string>
 #include <vector>
 
-namespace qla {
+#include "qla/DType.h"
 
-enum class DType : uint8_t { BF16, F16, F32, I32, I64 };
-// "bf16", "f16", ... (inline: the front end uses it without the runtime library)
-inline const char *dtypeName(DType t) {
-  switch (t) {
-    case DType::BF16: return "bf16";
-    case DType::F16: return "f16";
-    case DType::F32: return "f32";
-    case DType::I32: return "i32";
-    case DType::I64: return "i64";
-  }
-  return "?";
-}
-int dtypeBytes(DType t);          // 2, 2, 4, 4, 8
-bool parseDType(const std::string &s, DType &out);
+namespace qla {
 
 // A runtime tensor argument: a global tensor view with symbolic dims.
 struct TensorArgInfo {

@@ -12,7 +12,7 @@
 #include <optional>
 #include <string>
 
-#include "qla/runtime/KernelInfo.h"
+#include "qla/DType.h"
 
 namespace qla::op {
 

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "qla/runtime/KernelInfo.h"
+#include "qla/DType.h"
 
 namespace qla::op {
 
