@@ -40,7 +40,8 @@ install(FILES
 install(FILES ${PROJECT_SOURCE_DIR}/compiler/include/qla/compiler/Compiler.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/qla/compiler)
 # The element types every part names (qla/DType.h, included by the headers above).
-install(FILES ${PROJECT_SOURCE_DIR}/include/qla/DType.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/qla)
+install(FILES ${PROJECT_SOURCE_DIR}/include/qla/DType.h ${PROJECT_SOURCE_DIR}/include/qla/Tensor.h
+              ${PROJECT_SOURCE_DIR}/include/qla/tensor_c.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/qla)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/runtime/include/qla/runtime
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/qla
   FILES_MATCHING PATTERN "*.h")

@@ -35,7 +35,6 @@ constexpr const char *kSourceDir = "kernels/gdn/";  // the compiler sees kernels
 
 void fail(const std::string &msg) { throw Error(kOp + msg); }
 
-op::TensorView view(const TensorRef &t) { return {t.data, t.dtype, t.shape, t.strides}; }
 
 bool isHalf(DType d) { return d == DType::BF16 || d == DType::F16; }
 

@@ -32,7 +32,7 @@ decltype(auto) guarded(F &&f) {
   return op::rethrowAs<Error>(kOp, std::forward<F>(f));
 }
 
-op::TensorView view(const TensorRef &t);
+using op::view;  // qla/op/Tensor.h
 rt::TensorArg arg(const TensorRef &t);  // op::launchArg(view(t))
 bool isHalf(DType d);
 

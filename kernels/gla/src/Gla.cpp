@@ -33,7 +33,7 @@ decltype(auto) guarded(F &&f) {
   return op::rethrowAs<Error>(kOp, std::forward<F>(f));
 }
 
-op::TensorView view(const TensorRef &t) { return {t.data, t.dtype, t.shape, t.strides}; }
+using op::view;
 rt::TensorArg arg(const TensorRef &t) { return op::launchArg(view(t)); }
 bool isHalf(DType d) { return d == DType::BF16 || d == DType::F16; }
 

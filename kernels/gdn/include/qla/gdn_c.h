@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "qla/tensor_c.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -24,15 +26,8 @@ extern "C" {
 /* Dtype codes (the values of qla::DType). */
 enum { QLA_GDN_BF16 = 0, QLA_GDN_F16 = 1, QLA_GDN_F32 = 2, QLA_GDN_I32 = 3, QLA_GDN_I64 = 4 };
 
-typedef struct qla_gdn_tensor {
-  void *data;           /* device pointer; NULL: absent (only for the optional tensors) */
-  int32_t dtype;        /* QLA_GDN_* */
-  int32_t rank;         /* 1..4 */
-  int64_t shape[4];     /* outermost first */
-  int64_t strides[4];   /* in elements; used only when has_strides != 0 */
-  int32_t has_strides;  /* 0: contiguous row-major */
-  int32_t reserved;
-} qla_gdn_tensor;
+/* The tensor argument (qla/tensor_c.h): one struct for every family. */
+typedef qla_tensor qla_gdn_tensor;
 
 typedef struct qla_gdn_forward_args {
   int32_t abi_version;        /* QLA_GDN_ABI_VERSION */

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "qla/runtime/Driver.h"
+#include "qla/Tensor.h"
 #include "qla/runtime/KernelInfo.h"
 
 namespace qla::gla {
@@ -41,12 +42,7 @@ struct Error : std::runtime_error {
 
 // A device tensor: pointer, dtype, shape (outermost first), strides in
 // elements (empty: contiguous row-major).
-struct TensorRef {
-  void *data = nullptr;
-  DType dtype = DType::BF16;
-  std::vector<int64_t> shape;
-  std::vector<int64_t> strides;
-};
+using TensorRef = qla::TensorRef;  // qla/Tensor.h: one tensor reference for every family
 
 struct ForwardParams {
   TensorRef q, k;                          // [B, T, Hqk, K], bf16 or f16

@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "qla/tensor_c.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -23,15 +25,8 @@ extern "C" {
 /* Dtype codes (the values of qla::DType). */
 enum { QLA_GLA_BF16 = 0, QLA_GLA_F16 = 1, QLA_GLA_F32 = 2, QLA_GLA_I32 = 3, QLA_GLA_I64 = 4 };
 
-typedef struct qla_gla_tensor {
-  void *data;           /* device pointer; NULL: absent (only for the optional tensors) */
-  int32_t dtype;        /* QLA_GLA_* */
-  int32_t rank;         /* 1..4 */
-  int64_t shape[4];     /* outermost first */
-  int64_t strides[4];   /* in elements; used only when has_strides != 0 */
-  int32_t has_strides;  /* 0: contiguous row-major */
-  int32_t reserved;
-} qla_gla_tensor;
+/* The tensor argument (qla/tensor_c.h): one struct for every family. */
+typedef qla_tensor qla_gla_tensor;
 
 typedef struct qla_gla_forward_args {
   int32_t abi_version;          /* QLA_GLA_ABI_VERSION */

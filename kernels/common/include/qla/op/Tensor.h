@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "qla/DType.h"
+#include "qla/Tensor.h"
 
 namespace qla::op {
 
@@ -26,6 +27,8 @@ struct TensorView {
   const std::vector<int64_t> &shape;
   const std::vector<int64_t> &strides;
 };
+// The view of a family's tensor argument (qla/Tensor.h).
+inline TensorView view(const TensorRef &t) { return {t.data, t.dtype, t.shape, t.strides}; }
 
 // An argument with its user-facing name; outputs are checked for overlaps.
 struct NamedTensor {
