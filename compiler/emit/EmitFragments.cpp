@@ -8,7 +8,7 @@
 
 #include "llvm/ADT/MapVector.h"
 
-#include "compiler/emit/FragLayout.h"
+#include "dialects/qla/IR/FragLayout.h"
 #include "dialects/qla/Transforms/TmaStores.h"
 
 using namespace mlir;

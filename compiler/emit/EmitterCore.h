@@ -10,9 +10,13 @@
 #include "llvm/ADT/DenseMap.h"
 #include "qla/runtime/KernelInfo.h"
 
+namespace mlir::qla {
+class FragLayout;
+}
+
 namespace qla::compiler {
 
-class FragLayout;
+using mlir::qla::FragLayout;
 
 // The TMA swizzle mode of a tile's swizzle span in bytes (0: none).
 Swizzle swizzleOf(unsigned bytes);
@@ -135,7 +139,7 @@ class Emitter {
 
   // Per-register iteration over a fragment: emits the loop header and binds
   // `row`/`col` expressions (strings) valid inside it, from the fragment's
-  // FragLayout (compiler/emit/FragLayout.h).
+  // FragLayout (dialects/qla/IR/FragLayout.h).
   struct RegLoop {
     std::string reg;             // loop variable (register index)
     std::vector<std::string> idx;  // tile indices (row[, col]) of that register

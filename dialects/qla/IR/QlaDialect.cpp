@@ -1,5 +1,6 @@
 // qla dialect registration and type syntax.
 #include "dialects/qla/IR/QlaDialect.h"
+#include "dialects/qla/IR/FragLayout.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -158,17 +159,10 @@ FragType FragType::withLayout(unsigned layout, unsigned warpgroups) const {
   return FragType::get(getContext(), getShape(), getElementType(), layout, warpgroups);
 }
 
+// FragLayout's (FragLayout.h: the one definition of the layouts); 0
+// without a layout.
 int64_t FragType::getRegsPerThread() const {
-  auto shape = getShape();
-  unsigned w = std::max(1u, getWarpgroups());
-  switch (getLayout()) {
-    case Acc:  // m64nN accumulators: each 64-row block holds N/2 values per thread
-      return (shape[0] / w / 64) * (shape[1] / 2);
-    case Row:  // two rows per 64-row block per thread
-      return (shape[0] / w / 64) * 2;
-    case Col:  // N/4 columns per thread (pairs in each 8-column group)
-      return shape[0] / 4;
-    default:
-      return 0;
-  }
+  const size_t rank = getShape().size();
+  if (!hasLayout() || getLayout() > Col || rank != (getLayout() == Acc ? 2u : 1u)) return 0;
+  return FragLayout::of(*this).regsPerThread();
 }

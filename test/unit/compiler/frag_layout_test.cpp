@@ -1,4 +1,4 @@
-// The fragment register layouts (compiler/emit/FragLayout.h): for every
+// The fragment register layouts (dialects/qla/IR/FragLayout.h): for every
 // layout kind and several shapes and warpgroup counts, the map
 // (thread, register) -> tile element covers the tile with every element held
 // by the same number of threads (exactly one for the accumulator layout), a
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/emit/FragLayout.h"
+#include "dialects/qla/IR/FragLayout.h"
 #include "dialects/qla/IR/QlaDialect.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/MLIRContext.h"

@@ -1,7 +1,9 @@
 // Register layouts of fragments as index maps: for each layout kind, which
-// tile element register r of a thread holds. Defined once here and used by
+// tile element register r of a thread holds. Defined once here, next to the
+// fragment type (FragType::getRegsPerThread is FragLayout's), and used by
 // every emit function (as text over the kernel's qla_lane / qla_warp /
-// qla_wgl) and by unit tests and verifiers (as a C++ function).
+// qla_wgl), by the verifiers and layout inference, and by unit tests (as a
+// C++ function).
 #pragma once
 
 #include <cstdint>
@@ -10,9 +12,6 @@
 
 namespace mlir::qla {
 class FragType;
-}
-
-namespace qla::compiler {
 
 // The thread that holds a register: lane in its warp, warp in its
 // warpgroup, warpgroup within the fragment's role (0 .. warpgroups - 1).
@@ -29,7 +28,7 @@ class FragLayout {
   // `warpgroups`: the warpgroups of its role (Acc and Row split the rows
   // over them; Col vectors are held whole by every warpgroup).
   FragLayout(Kind kind, std::vector<int64_t> shape, unsigned warpgroups);
-  static FragLayout of(mlir::qla::FragType t);  // t must have a layout
+  static FragLayout of(FragType t);  // t must have a layout
 
   Kind kind() const { return kind_; }
   const std::vector<int64_t> &shape() const { return shape_; }
@@ -77,4 +76,10 @@ class FragLayout {
   unsigned wg_;
 };
 
+}  // namespace mlir::qla
+
+namespace qla::compiler {
+// The emitter's names for them (compiler/emit).
+using mlir::qla::FragLayout;
+using mlir::qla::FragThread;
 }  // namespace qla::compiler

@@ -6,7 +6,7 @@
 // row half ((r%h)/2)%2, column r%2. Row vectors hold the two rows of each
 // block (register 2b + half), column vectors the two columns of each group
 // (register 2g + column).
-#include "compiler/emit/FragLayout.h"
+#include "dialects/qla/IR/FragLayout.h"
 
 #include <algorithm>
 #include <cassert>
@@ -15,14 +15,14 @@
 
 #include "dialects/qla/IR/QlaDialect.h"
 
-namespace qla::compiler {
+namespace mlir::qla {
 
 FragLayout::FragLayout(Kind kind, std::vector<int64_t> shape, unsigned warpgroups)
     : kind_(kind), shape_(std::move(shape)), wg_(std::max(1u, warpgroups)) {
   assert(shape_.size() == (kind_ == Acc ? 2u : 1u));
 }
 
-FragLayout FragLayout::of(mlir::qla::FragType t) {
+FragLayout FragLayout::of(FragType t) {
   assert(t.hasLayout());
   return FragLayout(static_cast<Kind>(t.getLayout()), std::vector<int64_t>(t.getShape().begin(), t.getShape().end()),
                     t.getWarpgroups());
@@ -97,4 +97,4 @@ std::string FragLayout::vectorRegText(Kind vec, const std::string &r) const {
   return fmt::format("((({0}) % {1}) / 4) * 2 + ({0}) % 2", r, half);
 }
 
-}  // namespace qla::compiler
+}  // namespace mlir::qla
