@@ -22,6 +22,16 @@ FragLayout::FragLayout(Kind kind, std::vector<int64_t> shape, unsigned warpgroup
   assert(shape_.size() == (kind_ == Acc ? 2u : 1u));
 }
 
+bool FragLayout::fits(Kind kind, const std::vector<int64_t> &s, unsigned warpgroups) {
+  const int64_t w = std::max(1u, warpgroups);
+  switch (kind) {
+    case Acc: return s.size() == 2 && s[0] % (64 * w) == 0 && s[1] % 8 == 0;
+    case Row: return s.size() == 1 && s[0] % (64 * w) == 0;
+    case Col: return s.size() == 1 && s[0] % 8 == 0;
+  }
+  return false;
+}
+
 FragLayout FragLayout::of(FragType t) {
   assert(t.hasLayout());
   return FragLayout(static_cast<Kind>(t.getLayout()), std::vector<int64_t>(t.getShape().begin(), t.getShape().end()),

@@ -29,6 +29,11 @@ class FragLayout {
   // over them; Col vectors are held whole by every warpgroup).
   FragLayout(Kind kind, std::vector<int64_t> shape, unsigned warpgroups);
   static FragLayout of(FragType t);  // t must have a layout
+  // Whether a fragment of `shape` over `warpgroups` can have layout `kind`:
+  // Acc [M, N] needs M a multiple of 64 per warpgroup and N of 8, Row [M]
+  // 64 rows per warpgroup, Col [N] a multiple of 8. The one statement of
+  // these rules: the fragment verifier and layout inference ask it.
+  static bool fits(Kind kind, const std::vector<int64_t> &shape, unsigned warpgroups);
 
   Kind kind() const { return kind_; }
   const std::vector<int64_t> &shape() const { return shape_; }

@@ -1,5 +1,6 @@
 // Verifiers of the qla ops: shapes, dtypes and memory spaces must agree.
 #include "dialects/qla/IR/QlaDialect.h"
+#include "dialects/qla/IR/FragLayout.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -44,13 +45,15 @@ LogicalResult AllocFragOp::verify() {
   if (t.hasLayout()) {
     auto s = t.getShape();
     int64_t w = t.getWarpgroups();
-    if (t.getLayout() == FragType::Acc &&
-        (s.size() != 2 || s[0] % (64 * w) != 0 || s[1] % 8 != 0))
+    const std::vector<int64_t> sv(s.begin(), s.end());
+    const bool fits = t.getLayout() <= FragType::Col &&
+                      FragLayout::fits(static_cast<FragLayout::Kind>(t.getLayout()), sv, unsigned(w));
+    if (t.getLayout() == FragType::Acc && !fits)
       return emitOpError("accumulator layout needs rows a multiple of 64 per warpgroup and columns a multiple of 8, got ")
              << shapeStr(s) << " over " << w << " warpgroup(s)";
-    if (t.getLayout() == FragType::Row && (s.size() != 1 || s[0] % (64 * w) != 0))
+    if (t.getLayout() == FragType::Row && !fits)
       return emitOpError("row-vector layout needs a 1-D fragment of 64 rows per warpgroup, got ") << shapeStr(s);
-    if (t.getLayout() == FragType::Col && (s.size() != 1 || s[0] % 8 != 0))
+    if (t.getLayout() == FragType::Col && !fits)
       return emitOpError("column-vector layout needs a 1-D fragment of a multiple of 8, got ") << shapeStr(s);
   }
   return success();

@@ -1,5 +1,6 @@
 // Layout inference: fragment register layouts and shared-tile swizzles.
 #include "dialects/qla/Transforms/Passes.h"
+#include "dialects/qla/IR/FragLayout.h"
 
 namespace mlir::qla {
 #define GEN_PASS_DEF_QLAINFERLAYOUTS
@@ -118,8 +119,10 @@ struct InferLayouts : ::mlir::qla::impl::QlaInferLayoutsBase<InferLayouts> {
       auto shape = t.getShape();
       int64_t w = warpgroupsOf(op);
       unsigned layout = FragType::Acc;
+      const std::vector<int64_t> sv(shape.begin(), shape.end());
+      auto fits = [&](unsigned l) { return FragLayout::fits(static_cast<FragLayout::Kind>(l), sv, unsigned(w)); };
       if (shape.size() == 2) {
-        if (shape[0] % (64 * w) != 0 || shape[1] % 8 != 0) {
+        if (!fits(FragType::Acc)) {
           op.emitError("no register layout fits fragment of shape [")
               << shape[0] << ", " << shape[1] << "] over " << w
               << " warpgroup(s): the accumulator layout needs 64 rows per warpgroup "
@@ -140,14 +143,14 @@ struct InferLayouts : ::mlir::qla::impl::QlaInferLayoutsBase<InferLayouts> {
           if (auto it = vecKind.find(op.getResult()); it != vecKind.end()) layout = it->second;
         // Nothing places it: a row vector, or a column vector where a row
         // vector does not fit the role's warpgroups (64 rows each).
-        if (layout == FragType::Unassigned) layout = shape[0] % (64 * w) == 0 ? FragType::Row : FragType::Col;
-        if (layout == FragType::Row && shape[0] % (64 * w) != 0) {
+        if (layout == FragType::Unassigned) layout = fits(FragType::Row) ? FragType::Row : FragType::Col;
+        if (layout == FragType::Row && !fits(FragType::Row)) {
           op.emitError("no register layout fits row vector of ")
               << shape[0] << " elements over " << w << " warpgroup(s): needs a multiple of " << 64 * w;
           failed = true;
           return;
         }
-        if (layout == FragType::Col && shape[0] % 8 != 0) {
+        if (layout == FragType::Col && !fits(FragType::Col)) {
           op.emitError("no register layout fits column vector of ")
               << shape[0] << " elements: needs a multiple of 8";
           failed = true;
