@@ -14,6 +14,8 @@
 #   bwd            test/gpu/test_gdn_backward.py --no-large
 #   bwd-fused      the same with --fused          (the fused gradient kernel, every case)
 #   serving        test/gpu/test_serving.py       (prefill into a pool, decode, verify)
+#   cold-start     bench/cold_start.py            (a fresh process's first prefill and decode: empty,
+#                  warm and prebuilt kernel caches)
 #   fla-backend    test/gpu/test_fla_backend.py   (needs FLA on PYTHONPATH; one process per call,
 #                  scripts/fla_backend_parallel.sh)
 #   gla            test/gpu/test_gla.py --no-large
@@ -30,7 +32,7 @@ set -u -o pipefail
 
 usage() { sed -n '2,/^set -u/{/^set -u/d;s/^# \{0,1\}//;p}' "$0"; }
 
-all_steps=(examples line-info fwd fwd-fused fwd-fused-64 fwd-fused-head fwd-two bwd bwd-fused serving fla-backend gla)
+all_steps=(examples line-info fwd fwd-fused fwd-fused-64 fwd-fused-head fwd-two bwd bwd-fused serving cold-start fla-backend gla)
 only=() skip=() timeout_s=300 logs="${OUT:-build-gpu-checks}"
 while (($#)); do
   case "$1" in
@@ -63,6 +65,7 @@ declare -A cmd=(
   [bwd]="$PY -u -X faulthandler test/gpu/test_gdn_backward.py --no-large"
   [bwd-fused]="$PY -u -X faulthandler test/gpu/test_gdn_backward.py --no-large --fused"
   [serving]="$PY -u -X faulthandler test/gpu/test_serving.py"
+  [cold-start]="$PY -u bench/cold_start.py --out $logs/cold_start.json"
   [fla-backend]="bash scripts/fla_backend_parallel.sh $logs/fla-backend --timeout $((timeout_s > 20 ? timeout_s - 10 : timeout_s))"
   [gla]="$PY -u test/gpu/test_gla.py --no-large"
 )
