@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ctypes
 
-from . import QlaError
+from ._lib import QlaError
 
 BF16, F16, F32, I32, I64 = 0, 1, 2, 3, 4
 NAMES = {"bf16": BF16, "bfloat16": BF16, "f16": F16, "float16": F16, "f32": F32, "float32": F32,

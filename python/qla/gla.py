@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ctypes
 
-from . import QlaError, _load
+from ._lib import QlaError, _load
 from . import _ctensor
 from ._ctensor import BF16, F16, F32, I32, I64  # noqa: F401 (dtype codes, part of the module's API)
 from ._ctensor import Tensor as _Tensor, check as _check, tma_friendly as _tma_friendly, unit_last as _unit_last
