@@ -451,12 +451,12 @@ def t1tail(seeds=500):
 
 
 def t1hilo(seeds=1000):
-    """The T = 1 tail with the backward's hi + lo pairs (HILO=1, sixteenth
-    session): U, its factor A diag(beta), V_new, the state's operand of W S
-    and dQK (dqk's operand of dq's and dk's products) kept (hi + lo pairs
-    carry ~16 bits: f32 here), everything else rounded as the kernels do;
-    then the first build (without dQK's pair) and what else would shrink
-    the tail."""
+    """The T = 1 tail with the backward's hi + lo pairs (HILO=1, 2026-12-04;
+    docs/performance.md, "HILO (hi + lo pairs)"): U, its factor A
+    diag(beta), V_new, the state's operand of W S and dQK (dqk's operand of
+    dq's and dk's products) kept (hi + lo pairs carry ~16 bits: f32 here),
+    everything else rounded as the kernels do; then the first build (without
+    dQK's pair) and what else would shrink the tail."""
     allp = set(POINTS)
     rec = {"H", "VN", "U", "abu"}          # the recompute's pairs
     hilo = rec | {"dqk"}

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Speed-of-light and layout variants of kernels/gdn/gdn_fwd_fused.qla (the
-seventeenth session's A/B, docs/performance.md): each is the kernel with some
-work taken out (wrong outputs, right timing: what a role's or a path's cost
-is) or moved. Writes DIR/NAME/gdn_fwd_fused.qla for every NAME asked for; time
-them with one library through QLA_KERNEL_DIR (BV = 64 forced; the edits keep
-only the 64-wide slices' paths meaningful):
+A/B of 2026-12-04, docs/performance.md, "Where the fused step goes"): each
+is the kernel with some work taken out (wrong outputs, right timing: what a
+role's or a path's cost is) or moved. Writes DIR/NAME/gdn_fwd_fused.qla for
+every NAME asked for; time them with one library through QLA_KERNEL_DIR
+(BV = 64 forced; the edits keep only the 64-wide slices' paths meaningful):
 
     python3 bench/gdn_fused_variants.py OUTDIR noaux rec noepi ...
     QLA_KERNEL_DIR=OUTDIR/noaux QLA_GDN_FUSED_BV=64 PYTHONPATH=python \\

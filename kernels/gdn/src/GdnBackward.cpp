@@ -29,8 +29,9 @@ constexpr const char *kFusedBwdFile = "gdn_bwd_fused.qla";
 // wave of the machine, else 32. A 64-wide CTA computes K Qᵀ and loads q, k,
 // w once for twice the columns (its chunk step measured 1.4x the 32-wide
 // one's); under one wave the narrow slices keep the chain parallel. H200,
-// FlashQLA's 32 backward rows (docs/performance.md, eleventh session): this
-// rule picks the faster slice on every row but one tie (2/4 8k_2seq, 0.995).
+// FlashQLA's 32 backward rows (measured 2026-12-03; docs/performance.md's git
+// history): this rule picks the faster slice on every row but one tie (2/4
+// 8k_2seq, 0.995).
 // Segments: the split's real ones, max(N, chunks / segment length) (cu_seqlens'
 // values are not looked at), or one per sequence. QLA_GDN_DH_BV=32 or 64
 // forces the slice (experiments).

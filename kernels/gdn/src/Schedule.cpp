@@ -216,7 +216,7 @@ Schedule computeSchedule(const ForwardShape &s, const MachineModel &m, int64_t f
     // Unsplit (or forced) options first, in the order given (ties: the
     // first); a narrower V slice than the first option's only for a clear
     // gain (5%: two-sequence mixes at 16/64, predicted 3% faster in 64-wide
-    // slices, measured 3% slower, thirteenth session).
+    // slices, measured 3% slower on 2026-12-03; docs/performance.md's git history).
     Option pick = opts[0];
     double pr = regret(pick);
     for (const Option &o : opts)

@@ -63,38 +63,38 @@ struct MachineModel {
   // slice per CTA (three warpgroups) and with a whole head per CTA (one
   // math warpgroup per 64 columns of V), and the prepare kernel's SM time
   // per chunk and v-head, measured on the H200 (bench/gdn_paths.py,
-  // bench/gdn_kernel_split.py, docs/performance.md). Refitted in the seventh
-  // session, after aux's inverse went to registers (inv_unit_lower(l,
+  // bench/gdn_kernel_split.py, docs/performance.md). Refitted on 2026-12-01,
+  // after aux's inverse went to registers (inv_unit_lower(l,
   // operands = f16); bench/results/gdn_fused_mma_inverse_h200_2026-12-01.log):
   // 16/64 1x32768 (64-wide slices, one wave of 128 CTAs) 1.345 ms over 512
   // chunks; 16/64 and 8/32 at 8192x4 (whole heads, two waves and one) 0.891
-  // and 0.460 ms over 128 chunks. (Fifteenth session: the kernel's step is
-  // now about 2.2 µs at BV = 64 and 3.2-3.3 at whole heads, but fitted so,
+  // and 0.460 ms over 128 chunks. (2026-12-04: the kernel's step is now
+  // about 2.2 µs at BV = 64 and 3.2-3.3 at whole heads, but fitted so,
   // 2.21 and 3.3, the model gave up split whole heads for unsplit 64-wide
   // slices at 24 and 32 heads, 1.05-1.24x slower on 20 of FlashQLA's rows,
   // faster on 7: the split's costs below are too high. These constants keep
   // the measured plans until the split's are refitted; docs/performance.md,
-  // 2026-12-04.)
+  // "Tried and not kept", 2026-12-04.)
   double fusedChunkUs = 2.62;
   double fusedHeadChunkUs = 3.5;
   // The fused path's context parallelism: prepare's T (OUT_T=1), SM time per
   // chunk and v-head, and pass 1 (gdn_fwd_fused_pass1.qla: one CTA per
   // segment, v-head and 64-wide slice carrying both of its chains, two CTAs
   // per SM), its chunk step alone on an SM and with a second CTA beside it.
-  // First estimates (eighth session), before a measurement.
+  // First estimates (2026-12-02), before a measurement.
   double tmatChunkHeadUs = 1.7;
   double fusedPass1AloneUs = 1.6;
   double fusedPass1PairUs = 2.6;
   // A split's CTAs that find nothing to do (prepare's for chunks of last
   // segments, pass 1's and pass 2's for ids past a sequence's last segment):
   // each wave of them, fitted to 8192x4 and 4096x8 rows whose sequences the
-  // split does not cut (eighth session: 0.466 -> 0.498 ms at 32/32, 0.666 ->
-  // 0.770 at 16/48).
+  // split does not cut (2026-12-02, docs/performance.md's git history: 0.466
+  // -> 0.498 ms at 32/32, 0.666 -> 0.770 at 16/48).
   double emptyWaveUs = 1.5;
   // The fused kernel's step where T comes from prepare (a cut sequence),
   // relative to its own inverse's: 2/8 1x32768 in segments of 32, 64 and 128
   // chunks went 0.312 -> 0.299, 0.424 -> 0.390 and 0.714 -> 0.649 ms
-  // (eighth session), about a tenth of the output pass.
+  // (2026-12-02), about a tenth of the output pass.
   double fusedTStepScale = 0.9;
   // The prepare kernel: the same runs' two-kernel rows at 8192x4 (16/64
   // 2.758 -> 2.495 ms, 8/32 1.353 -> 1.238 ms, all of it prepare's).

@@ -64,16 +64,16 @@ TEST_CASE("GDN schedule: few heads and long sequences split, many heads do not",
 }
 
 TEST_CASE("GDN schedule: the fused kernel where its CTAs fill the machine", "[gdn][schedule]") {
-  // H200; the cases measured on 2026-12-01 in the seventh session
+  // H200; the cases measured on 2026-12-01
   // (bench/results/gdn_fused_mma_inverse_h200_2026-12-01.log: the model's
-  // choices), and the splits forced with QLA_GDN_FUSED_BV=128 in the eighth
+  // choices), and the splits forced with QLA_GDN_FUSED_BV=128 on 2026-12-02
   // (bench/results/gdn_fused_pass1_tmat_h200_2026-12-02.log, call 8: prepare's
   // T for both passes of a cut sequence and the two-chain pass 1).
   MachineModel m;
   auto pick = [&](ForwardShape sh) { return qla::gdn::forwardSchedule(sh, m, 0, 0); };
   // 16/64 1x32768: 128 fused CTAs of 64-wide V slices, 1.345 ms against 2.53
   // for the two-kernel path; a split does not pay (1.52 ms in 2 segments with
-  // the seventh session's pass 1; not measured with the eighth's).
+  // the pass 1 of 2026-12-01; not measured with the two-chain one of 2026-12-02).
   Schedule a = pick(shape(1, 32768, 64));
   CHECK(a.fused);
   CHECK(a.fusedBv == 64);
@@ -131,7 +131,7 @@ TEST_CASE("GDN schedule: the fused kernel where its CTAs fill the machine", "[gd
   Schedule c4 = pick(shape(1, 32768, 8, 4));
   CHECK(c4.fused);
   CHECK(c4.split);
-  // Short: the two-kernel path (2/8 1x2048: 0.056 ms measured in the fourth session).
+  // Short: the two-kernel path (2/8 1x2048: 0.056 ms measured on 2026-12-01).
   CHECK_FALSE(pick(shape(1, 2048, 8)).fused);
   // -1: never fused; 1: fused, with the model's split or a forced one.
   CHECK_FALSE(qla::gdn::forwardSchedule(shape(1, 32768, 64), m, 0, -1).fused);
@@ -155,7 +155,7 @@ TEST_CASE("GDN schedule: the fused kernel where its CTAs fill the machine", "[gd
 }
 
 TEST_CASE("GDN schedule: varlen with known lengths plans for them, not for the worst case", "[gdn][schedule]") {
-  // Measured on the H200, 2026-12-03 (thirteenth session, bench/gdn_context_parallel.py
+  // Measured on the H200, 2026-12-03 (bench/gdn_context_parallel.py
   // on FlashQLA's inputs; bench/results/gdn_forward_known_lengths_h200_2026-12-03_s13.log):
   // without the lengths the model hedges against one sequence holding every
   // token and splits; 8 sequences of 1024 tokens at 4/16 then took 0.088 ms,
