@@ -57,6 +57,12 @@ also gives that logger a handler writing "qla: +Tms pid=P info: ..." lines to
 stderr or QLA_LOG_FILE, unless it already has one. :func:`counters` counts served and
 refused calls.
 
+Decode: ``enable(fused_recurrent=True)`` also serves FLA's
+``fused_recurrent_gated_delta_rule`` (forward only) where
+:func:`check_fused_recurrent` accepts; FLA has no dispatch for it, so the
+function object is replaced in FLA's loaded modules and put back by
+:func:`disable`.
+
 Importing this module needs neither torch nor FLA; :func:`enable` imports
 FLA and raises ImportError naming what is missing.
 """
@@ -258,6 +264,42 @@ def check(env: Environment, q, k, v, g, beta, scale=None, initial_state=None, ou
             if isinstance(t, TensorDesc) and t.requires_grad:
                 return False, f"{name} requires grad but this libqla.so has no backward (qla_gdn_backward)"
     return True, None
+
+
+def check_fused_recurrent(env: Environment, q, k, v, g=None, gk=None, gv=None, beta=None, scale=None,
+                          initial_state=None, output_final_state=False, use_qk_l2norm_in_kernel=False,
+                          use_gate_in_kernel=False, A_log=None, dt_bias=None, use_beta_sigmoid_in_kernel=False,
+                          allow_neg_eigval=False, state_v_first=False, cu_seqlens=None,
+                          **kwargs) -> tuple[bool, str | None]:
+    """(True, None) when QLA serves this call of FLA's
+    fused_recurrent_gated_delta_rule (qla.gdn.fused_recurrent_gated_delta_rule:
+    forward only), else (False, the reason). FLA's arguments in FLA's order,
+    tensors as :class:`TensorDesc`. As :func:`check`, plus: g or beta may be
+    None (no decay; beta 1), no per-channel decays (gk, gv), no cu_seqlens,
+    and no tensor that requires grad while grad is enabled (QLA's decode
+    kernel has no backward). Pure: no torch, no FLA."""
+    if gk is not None or gv is not None:
+        return False, "QLA's fused_recurrent does not take per-channel decays (gk, gv)"
+    if cu_seqlens is not None:
+        return False, "QLA's fused_recurrent does not take cu_seqlens (B sequences of T tokens only)"
+    if kwargs:
+        return False, f"QLA's fused_recurrent does not know the keyword {sorted(kwargs)[0]}= (FLA handles the call)"
+    if env.grad_enabled:
+        for name, t in (("q", q), ("k", k), ("v", v), ("g", g), ("beta", beta), ("initial_state", initial_state),
+                        ("A_log", A_log), ("dt_bias", dt_bias)):
+            if isinstance(t, TensorDesc) and t.requires_grad:
+                return False, f"{name} requires grad: QLA's fused_recurrent is forward only (FLA's has a backward)"
+    if not all(isinstance(t, TensorDesc) for t in (q, v)) or len(q.shape) != 4 or len(v.shape) != 4:
+        return False, "QLA requires 4-dim tensors q [B, T, Hqk, K] and v [B, T, Hv, V]"
+    stand_in = TensorDesc("float32", (int(q.shape[0]), int(q.shape[1]), int(v.shape[2])), q.device)
+    kw = {"use_gate_in_kernel": bool(use_gate_in_kernel)}
+    if use_gate_in_kernel:
+        kw["A_log"], kw["dt_bias"] = A_log, dt_bias
+    return check(env._replace(has_backward=True), q, k, v, stand_in if g is None else g,
+                 stand_in if beta is None else beta, scale=scale, initial_state=initial_state,
+                 output_final_state=output_final_state, use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel,
+                 use_beta_sigmoid_in_kernel=use_beta_sigmoid_in_kernel, allow_neg_eigval=allow_neg_eigval,
+                 state_v_first=state_v_first, **kw)
 
 
 # ----------------------------------------------------------------------------
@@ -549,10 +591,14 @@ def _fla():
     return fla_backends, registry
 
 
-def enable() -> None:
+def enable(fused_recurrent: bool = False) -> None:
     """Registers QLA as the first backend of FLA's chunk_gated_delta_rule (idempotent).
-    Raises ImportError without FLA (or torch), RuntimeError when FLA's dispatch is
-    bypassed (FLA_DISABLE_BACKEND_DISPATCH=1), qla.QlaError when libqla.so cannot be loaded."""
+    fused_recurrent=True also serves FLA's fused_recurrent_gated_delta_rule
+    (decode, forward only) where :func:`check_fused_recurrent` accepts: FLA
+    has no dispatch for it, so the function is replaced in FLA's loaded
+    modules (off by default: not yet run on a GPU). Raises ImportError
+    without FLA (or torch), RuntimeError when FLA's dispatch is bypassed
+    (FLA_DISABLE_BACKEND_DISPATCH=1), qla.QlaError when libqla.so cannot be loaded."""
     global _enabled, _backend, _registry, _backend_cls
     fla_backends, registry = _fla()
     if getattr(fla_backends, "_DISPATCH_DISABLED", False):
@@ -569,12 +615,16 @@ def enable() -> None:
         _enabled = True  # before register(): FLA 0.5's register() caches can_use() per class
         registry.register(_backend)  # BackendRegistry.register (both releases): replaces by backend_type
     _log.info("FLA backend enabled: FLA's chunk_gated_delta_rule -> QLA where QLA's contract allows")
+    if fused_recurrent:
+        n = _patch_fused_recurrent()
+        _log.info("FLA fused_recurrent_gated_delta_rule -> QLA where QLA's contract allows (%d module attributes)", n)
 
 
 def disable() -> None:
     """Switches QLA off in FLA's dispatch and takes it out of FLA's registry (FLA's
     dispatch as before :func:`enable`). Does nothing if it was not enabled."""
     global _enabled
+    _unpatch_fused_recurrent()
     with _lock:
         was = _enabled
         _enabled = False
@@ -595,6 +645,97 @@ def disable() -> None:
                 pass
     if was:
         _log.info("FLA backend disabled: FLA's chunk_gated_delta_rule on FLA's own kernels")
+
+
+# FLA's fused_recurrent_gated_delta_rule has no backend dispatch (FLA 0.6):
+# enable(fused_recurrent=True) replaces the function object itself in every
+# loaded fla.* module that holds it (fla.ops, fla.ops.gated_delta_rule, its
+# fused_recurrent module, a layer module that imported it by name) with a
+# wrapper that asks check_fused_recurrent and calls QLA or FLA's original;
+# disable() puts the originals back. Modules imported later bind the wrapper
+# through fla.ops.gated_delta_rule.
+_FR_MODULE = "fla.ops.gated_delta_rule.fused_recurrent"
+_FR_NAME = "fused_recurrent_gated_delta_rule"
+_fr_patched: list = []   # (module, attribute, original)
+_fr_counts = {"served": 0, "rejected": 0, "last_rejection": None}
+
+
+def _make_fr_wrapper(original):
+    import functools
+    import inspect
+
+    sig = inspect.signature(original)
+
+    @functools.wraps(original)
+    def fused_recurrent_gated_delta_rule(*args, **kwargs):
+        if _fr_patched and not _env_off() and _is_available():
+            import torch
+
+            try:
+                a = dict(sig.bind(*args, **kwargs).arguments)
+            except TypeError:
+                return original(*args, **kwargs)
+            extra = a.pop("kwargs", {}) if "kwargs" in sig.parameters else {}
+            q = a.get("q")
+            env = Environment(capability=_capability(q), grad_enabled=torch.is_grad_enabled())
+            descs = {n: (_desc(x) if isinstance(x, torch.Tensor) else x) for n, x in {**a, **extra}.items()}
+            ok, reason = check_fused_recurrent(env, **descs)
+            if ok:
+                from .gdn import fused_recurrent_gated_delta_rule as qla_op
+
+                _fr_counts["served"] += 1
+                if _log.isEnabledFor(logging.INFO):
+                    _log.info("FLA fused_recurrent_gated_delta_rule -> QLA (B=%d T=%d Hv=%d K=%d V=%d)",
+                              *q.shape[:2], a["v"].shape[2], q.shape[3], a["v"].shape[3])
+                for n in ("gk", "gv", "cu_seqlens"):
+                    a.pop(n, None)
+                return qla_op(**a)
+            _fr_counts["rejected"] += 1
+            _fr_counts["last_rejection"] = reason
+            if _log.isEnabledFor(logging.DEBUG):
+                _log.debug("FLA fused_recurrent_gated_delta_rule -> FLA (QLA refused: %s)", reason)
+        return original(*args, **kwargs)
+
+    fused_recurrent_gated_delta_rule.__qla_original__ = original
+    return fused_recurrent_gated_delta_rule
+
+
+def _patch_fused_recurrent() -> int:
+    """Replaces FLA's fused_recurrent_gated_delta_rule in the loaded fla.*
+    modules (importing its own module first); returns how many attributes."""
+    import sys
+
+    with _lock:
+        if _fr_patched:
+            return len(_fr_patched)
+        mod = importlib.import_module(_FR_MODULE)
+        original = getattr(mod, _FR_NAME, None)
+        if not callable(original):
+            raise ImportError(f"qla.fla: this FLA's {_FR_MODULE} has no {_FR_NAME}")
+        original = getattr(original, "__qla_original__", original)
+        wrapper = _make_fr_wrapper(original)
+        for name, m in list(sys.modules.items()):
+            if m is None or not (name == "fla" or name.startswith("fla.")):
+                continue
+            for attr, value in list(vars(m).items()):
+                if value is original:
+                    setattr(m, attr, wrapper)
+                    _fr_patched.append((m, attr, original))
+        return len(_fr_patched)
+
+
+def _unpatch_fused_recurrent() -> None:
+    with _lock:
+        while _fr_patched:
+            m, attr, original = _fr_patched.pop()
+            if getattr(getattr(m, attr, None), "__qla_original__", None) is original:
+                setattr(m, attr, original)
+
+
+def fused_recurrent_counters() -> dict:
+    """As :func:`counters`, for FLA's fused_recurrent_gated_delta_rule
+    (enable(fused_recurrent=True))."""
+    return dict(_fr_counts)
 
 
 def _enable_from_environment() -> None:

@@ -283,6 +283,38 @@ def contract():
         check(f"agrees with fla_gdn_tests.classify: {name} {params} -> {'QLA' if ok else 'FLA'}",
               (kind == "in") == ok, f"classify: {kind} {reasons}; check: {reason}")
 
+    # FLA's fused_recurrent_gated_delta_rule (decode): check_fused_recurrent.
+    def dec(B=3, H=2, HV=4, K=128, V=128, dt="bfloat16", grad=False, no_g=False, no_beta=False, **kw):
+        a = dict(q=T(dt, (B, 1, H, K), "cuda:0", grad), k=T(dt, (B, 1, H, K)), v=T(dt, (B, 1, HV, V)))
+        if not no_g:
+            a["g"] = T("float32", (B, 1, HV))
+        if not no_beta:
+            a["beta"] = T("float32", (B, 1, HV))
+        a.update(kw)
+        return a
+    for what, env, args, want in [
+        ("decode, GVA", E(), dec(), None),
+        ("no g, no beta", E(), dec(no_g=True, no_beta=True), None),
+        ("h0 and ht, L2 norm, in-kernel gate", E(), dec(initial_state=T("float32", (3, 4, 128, 128)),
+                                                       output_final_state=True, use_qk_l2norm_in_kernel=True,
+                                                       use_gate_in_kernel=True, A_log=T("float32", (4,))), None),
+        ("per-channel gk", E(), dec(gk=T("float32", (3, 1, 4, 128))), "per-channel decays"),
+        ("cu_seqlens", E(), dec(cu_seqlens=T("int64", (4,))), "does not take cu_seqlens"),
+        ("per-channel beta [B, T, Hv, V]", E(), dec(beta=T("float32", (3, 1, 4, 128))),
+         "beta of shape [B, T, Hv]"),
+        ("K = 256", E(), dec(K=256), "K in {64, 128}"),
+        ("q requires grad", E(), dec(grad=True), "forward only"),
+        ("q requires grad under no_grad", E(grad_enabled=False), dec(grad=True), None),
+        ("an unknown keyword", E(), dec(foo=1), "foo="),
+    ]:
+        try:
+            ok, reason = F.check_fused_recurrent(env, **args)
+        except Exception as e:  # noqa: BLE001
+            check(f"check_fused_recurrent: {what}: raised {type(e).__name__}: {e}", False)
+            continue
+        good = ok if want is None else (not ok and want in (reason or ""))
+        check(f"check_fused_recurrent: {what} -> {'QLA' if want is None else 'FLA'}", good, f"{ok} {reason}")
+
 
 # ----------------------------------------------------------------------------
 # 3. FLA's dispatch over stand-ins, for each FLA release
@@ -415,6 +447,39 @@ def types(reg): return sorted(reg._backends) if reg is not None else None
 
 q, k, v, g, beta, h0 = inputs()
 out("before", op(q, k, v, g, beta)[0])
+if os.environ.get("STEP") == "fused_recurrent":
+    import fla.ops, fla.ops.gated_delta_rule as G, fla.ops.gated_delta_rule.fused_recurrent as FR
+    import fla.layers.stand_in_layer as L
+    original = FR.fused_recurrent_gated_delta_rule
+    fr_seen = []
+    def fake_fr(**kw):
+        fr_seen.append(kw)
+        return ("qla", None)
+    qla.gdn.fused_recurrent_gated_delta_rule = fake_fr
+    F.enable()
+    out("fr_not_asked", G.fused_recurrent_gated_delta_rule(q, k, v, g, beta=beta)[0])
+    F.enable(fused_recurrent=True)
+    out("fr_patched", [m.fused_recurrent_gated_delta_rule is not original for m in (fla.ops, G, FR, L)])
+    qd, kd, vd = T((3, 1, 2, 128), torch.bfloat16), T((3, 1, 2, 128), torch.bfloat16), T((3, 1, 4, 128), torch.bfloat16)
+    gd, bd, hd = T((3, 1, 4), torch.float32), T((3, 1, 4), torch.float32), T((3, 4, 128, 128), torch.float32)
+    out("fr_inside", G.fused_recurrent_gated_delta_rule(qd, kd, vd, gd, beta=bd, initial_state=hd,
+                                                       output_final_state=True, use_qk_l2norm_in_kernel=True)[0])
+    out("fr_args", sorted(fr_seen[-1]) == ["beta", "g", "initial_state", "k", "output_final_state", "q",
+                                          "use_qk_l2norm_in_kernel", "v"] and fr_seen[-1]["initial_state"] is hd)
+    out("fr_layer", L.fused_recurrent_gated_delta_rule(qd, kd, vd, gd, beta=bd)[0])
+    out("fr_no_g", FR.fused_recurrent_gated_delta_rule(qd, kd, vd, beta=bd)[0])
+    out("fr_gk", G.fused_recurrent_gated_delta_rule(qd, kd, vd, gk=T((3, 1, 4, 128), torch.float32), beta=bd)[0])
+    out("fr_gk_reason", F.fused_recurrent_counters()["last_rejection"])
+    qg = T((3, 1, 2, 128), torch.bfloat16, requires_grad=True)
+    out("fr_grad", G.fused_recurrent_gated_delta_rule(qg, kd, vd, gd, beta=bd)[0])
+    torch._grad[0] = False
+    out("fr_nograd", G.fused_recurrent_gated_delta_rule(qg, kd, vd, gd, beta=bd)[0])
+    torch._grad[0] = True
+    out("fr_counts", (F.fused_recurrent_counters()["served"], F.fused_recurrent_counters()["rejected"]))
+    F.disable()
+    out("fr_restored", [m.fused_recurrent_gated_delta_rule is original for m in (fla.ops, G, FR, L)])
+    out("fr_disabled", G.fused_recurrent_gated_delta_rule(qd, kd, vd, gd, beta=bd)[0])
+    sys.exit(0)
 if os.environ.get("STEP") == "import":
     out("import_enabled", F.is_enabled())
     out("import_served", op(q, k, v, g, beta)[0])
@@ -608,6 +673,25 @@ def gdn_op_source(chunk_py):
     return "# generated by test_fla_backend_cpu.py from FLA's chunk.py\n" + ast.unparse(module) + "\n"
 
 
+def fused_recurrent_source(fr_py):
+    """FLA's fla/ops/gated_delta_rule/fused_recurrent.py reduced to
+    fused_recurrent_gated_delta_rule's signature (annotations dropped) and the
+    body `return ("fla", None)`; None when the release has no such function."""
+    tree = ast.parse(fr_py)
+    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "fused_recurrent_gated_delta_rule"),
+              None)
+    if fn is None:
+        return None
+    a = fn.args
+    for arg in a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x is not None]:
+        arg.annotation = None
+    fn.returns = None
+    fn.decorator_list = []
+    fn.body = [ast.Return(ast.Tuple([ast.Constant("fla"), ast.Constant(None)], ast.Load()))]
+    module = ast.fix_missing_locations(ast.Module(body=[fn], type_ignores=[]))
+    return "# generated by test_fla_backend_cpu.py from FLA's fused_recurrent.py\n" + ast.unparse(module) + "\n"
+
+
 def stand_in_tree(release, base):
     """A folder with the release's real dispatch module and GDN backends package,
     copied unchanged, over stand-ins for torch, fla.utils and the GDN op.
@@ -632,9 +716,19 @@ def stand_in_tree(release, base):
     for n in dispatch + gdn_backends:
         put(n, release.read(n))                       # FLA's own code, unchanged
     put("fla/ops/gated_delta_rule/chunk.py", gdn_op_source(chunk.decode()))
-    put("fla/ops/gated_delta_rule/__init__.py", "from .chunk import chunk_gated_delta_rule\n")
+    fr = release.read("fla/ops/gated_delta_rule/fused_recurrent.py")
+    fr_src = fused_recurrent_source(fr.decode()) if fr is not None else None
+    init = "from .chunk import chunk_gated_delta_rule\n"
+    if fr_src is not None:
+        # FLA's layout: the function in its module, re-exported by the package
+        # and fla.ops, and a layer module that imported it by name.
+        put("fla/ops/gated_delta_rule/fused_recurrent.py", fr_src)
+        init += "from .fused_recurrent import fused_recurrent_gated_delta_rule\n"
+        put("fla/layers/__init__.py", "")
+        put("fla/layers/stand_in_layer.py", "from fla.ops.gated_delta_rule import fused_recurrent_gated_delta_rule\n")
+    put("fla/ops/gated_delta_rule/__init__.py", init)
     put("fla/__init__.py", "")
-    put("fla/ops/__init__.py", "")
+    put("fla/ops/__init__.py", "from .gated_delta_rule import fused_recurrent_gated_delta_rule\n" if fr_src else "")
     put("fla/utils.py", STUB_FLA_UTILS.format(trees=[os.path.realpath(base)]))
     put("torch/__init__.py", STUB_TORCH)
     put("flash_qla_stand_in/flash_qla/__init__.py", STUB_FLASH_QLA)
@@ -715,6 +809,30 @@ def dispatch_release(release, lib, tally):
         ]:
             rcheck(f"with FlashQLA installed: {what}", rc == 0 and got.get(key) == want,
                    f"{key}: got {got.get(key)!r}\n" + detail)
+
+        if os.path.exists(os.path.join(tree, "fla", "ops", "gated_delta_rule", "fused_recurrent.py")):
+            rc, got, detail = driver(STEP="fused_recurrent")
+            for key, want, what in [
+                ("fr_not_asked", "fla", "enable() alone leaves FLA's fused_recurrent_gated_delta_rule to FLA"),
+                ("fr_patched", "[True, True, True, True]", "enable(fused_recurrent=True) replaces it in fla.ops, "
+                                                           "its package, its module and a layer that imported it"),
+                ("fr_inside", "qla", "a decode call inside the contract (GVA, h0, ht, L2 norm) -> QLA"),
+                ("fr_args", "True", "QLA's op gets the call's arguments by name"),
+                ("fr_layer", "qla", "... through the layer module's reference too"),
+                ("fr_no_g", "qla", "g absent (no decay) -> QLA"),
+                ("fr_gk", "fla", "per-channel decay gk -> FLA"),
+                ("fr_gk_reason", "QLA's fused_recurrent does not take per-channel decays (gk, gv)",
+                 "... with its reason"),
+                ("fr_grad", "fla", "q requiring grad (QLA's decode has no backward) -> FLA"),
+                ("fr_nograd", "qla", "... the same under no_grad -> QLA"),
+                ("fr_counts", "(4, 2)", "fused_recurrent_counters() counts served and refused calls"),
+                ("fr_restored", "[True, True, True, True]", "disable() puts FLA's function back everywhere"),
+                ("fr_disabled", "fla", "after disable() -> FLA"),
+            ]:
+                rcheck(f"fused_recurrent: {what}", rc == 0 and got.get(key) == want,
+                       f"{key}: got {got.get(key)!r}\n" + detail)
+        else:
+            print(f"  ({label}: no fused_recurrent_gated_delta_rule: its checks skipped)")
 
         rc, got, detail = driver(QLA_FLA_BACKEND="1", STEP="import")
         rcheck("dispatch: QLA_FLA_BACKEND=1 at import of qla.fla enables it",
