@@ -417,6 +417,39 @@ def main():
     del os.environ["QLA_FLA_BACKEND"]
     qla.fla.disable()
 
+    # FLA's fused_recurrent_gated_delta_rule (decode) with enable(fused_recurrent=True):
+    # served by QLA's decode kernel under no_grad, equal to FLA's Triton and to float64.
+    if not args.filter or args.filter in "fused_recurrent decode":
+        print("fused_recurrent_gated_delta_rule (decode):")
+        try:
+            import fla.ops.gated_delta_rule as FG
+            B, T, Hqk, Hv, K, V = 4, 2, 2, 4, 128, 128
+            q = torch.randn(B, T, Hqk, K, generator=gen, device="cuda").to(torch.bfloat16)
+            k = torch.randn(B, T, Hqk, K, generator=gen, device="cuda").to(torch.bfloat16)
+            v = torch.randn(B, T, Hv, V, generator=gen, device="cuda").to(torch.bfloat16)
+            g = torch.nn.functional.logsigmoid(torch.randn(B, T, Hv, generator=gen, device="cuda"))
+            beta = torch.sigmoid(torch.randn(B, T, Hv, generator=gen, device="cuda"))
+            h0 = 0.1 * torch.randn(B, Hv, K, V, generator=gen, device="cuda")
+            kw = dict(initial_state=h0, output_final_state=True, use_qk_l2norm_in_kernel=True)
+            with torch.no_grad():
+                o_f, ht_f = FG.fused_recurrent_gated_delta_rule(q, k, v, g, beta=beta, **kw)
+                qla.fla.enable(fused_recurrent=True)
+                n0 = qla.fla.fused_recurrent_counters()["served"]
+                o_q, ht_q = FG.fused_recurrent_gated_delta_rule(q, k, v, g, beta=beta, **kw)
+                served = qla.fla.fused_recurrent_counters()["served"] == n0 + 1
+                qla.fla.disable()
+                restored = getattr(FG.fused_recurrent_gated_delta_rule, "__qla_original__", None) is None
+            o_r, ht_r = fw.reference(q, k, v, g, beta, initial_state=h0, l2norm=True)
+            e = dict(o=fw.rms_rel(o_q, o_f), ht=fw.rms_rel(ht_q, ht_f), o64=fw.rms_rel(o_q, o_r),
+                     ht64=fw.rms_rel(ht_q, ht_r))
+            record("fused_recurrent: served by QLA (counter); disable() restores FLA's function", served and restored)
+            record("fused_recurrent: QLA vs FLA Triton and vs float64 within 5e-3 (o, final state)",
+                   max(e.values()) <= 5e-3, " ".join(f"{k2} {x:.2e}" for k2, x in e.items()))
+        except Exception as ex:  # noqa: BLE001
+            traceback.print_exc()
+            record(f"fused_recurrent: {type(ex).__name__}: {ex}", False)
+            qla.fla.disable()
+
     passed = sum(ok for _, ok in results)
     failed = len(results) - passed
     print(f"{passed} passed, {failed} failed")
