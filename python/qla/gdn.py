@@ -235,10 +235,12 @@ def _host_offsets(cu):
     return host
 
 
-def _inputs(q, k, v, g, beta, initial_state, cu_seqlens):
+def _inputs(q, k, v, g, beta, initial_state, cu_seqlens, host_copy: bool = True):
     """Checks what the C layer cannot (torch tensors on one CUDA device),
     copies views the kernels cannot read, and gives cu_seqlens on the device
-    plus its host copy (None while a CUDA graph is being captured)."""
+    plus its host copy (None while a CUDA graph is being captured; with
+    host_copy=False only one made before, never a new one: no device-to-host
+    copy)."""
     import torch
 
     q = _as_tensor("q", q, None)
@@ -270,7 +272,7 @@ def _inputs(q, k, v, g, beta, initial_state, cu_seqlens):
             # While a graph is being captured only a copy made earlier is
             # used (no copy can be made then): the plan then matches the
             # eager calls' (below).
-            cu_host = _cached_host_offsets(cu_seqlens) if capturing else _host_offsets(cu_seqlens)
+            cu_host = _cached_host_offsets(cu_seqlens) if capturing or not host_copy else _host_offsets(cu_seqlens)
     for name, t in (("q", q), ("v", v)):
         if t.dim() != 4:
             hv = "Hqk, K" if name == "q" else "Hv, V"
@@ -552,7 +554,7 @@ def prefill(q, k, v, g, beta, state_pool, initial_slots=None, final_slots=None, 
             cu_seqlens=None, use_qk_l2norm_in_kernel: bool = False, use_beta_sigmoid_in_kernel: bool = False,
             allow_neg_eigval: bool = False, use_gate_in_kernel: bool = False, A_log=None, dt_bias=None,
             state_pool_k_first: bool = False, checkpoint_every: int = 0, checkpoint_slots=None,
-            segment_chunks: int = 0):
+            segment_chunks: int = 0, cu_seqlens_cpu=None):
     """Prefill into a state pool (forward only; docs/gdn.md, "Serving"):
     chunk_gated_delta_rule's inputs, with the initial states read from and
     the final states written to the serving stacks' pool [slots, Hv, V, K]
@@ -565,10 +567,19 @@ def prefill(q, k, v, g, beta, state_pool, initial_slots=None, final_slots=None, 
     for the m-th ([N, M] int32; < 0 or m >= M: not stored). segment_chunks:
     context parallelism (0: the cost model, -1: never, n > 0: segments of n
     chunks). Returns o. With cu_seqlens on the GPU nothing is copied to the
-    host (the plan is then for the worst case of the total length)."""
+    host: the plan is for the worst case of the total length, or for the
+    lengths of cu_seqlens_cpu (FLA's and vLLM's host copy of the same
+    offsets, a CPU tensor) when given."""
     import torch
 
-    q, k, v, g, beta, _, cu_seqlens, cu_host = _inputs(q, k, v, g, beta, None, cu_seqlens)
+    q, k, v, g, beta, _, cu_seqlens, cu_host = _inputs(q, k, v, g, beta, None, cu_seqlens, host_copy=False)
+    if cu_seqlens_cpu is not None:
+        if cu_seqlens is None:
+            raise QlaError(f"{_OP}cu_seqlens_cpu is the host copy of cu_seqlens, which is not given")
+        if not isinstance(cu_seqlens_cpu, torch.Tensor) or cu_seqlens_cpu.is_cuda or \
+                cu_seqlens_cpu.shape != cu_seqlens.shape:
+            raise QlaError(f"{_OP}cu_seqlens_cpu must be a CPU tensor of cu_seqlens' shape {list(cu_seqlens.shape)}")
+        cu_host = cu_seqlens_cpu.to(torch.int64).contiguous()
     dev = q.device
     B, T = q.shape[0], q.shape[1]
     Hv, V = v.shape[2], v.shape[3]
