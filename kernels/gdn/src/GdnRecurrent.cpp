@@ -2,7 +2,9 @@
 // RecurrentParams; kernels/gdn/gdn_recurrent.qla).
 #include "GdnInternal.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <sstream>
 
 #include "qla/op/Device.h"
@@ -31,6 +33,19 @@ void expect(const char *name, const TensorRef &t, const std::vector<DType> &dtyp
 }
 
 }  // namespace
+
+// QLA_GDN_DECODE_BV where set (64: 64-row slices; 128: whole heads), else
+// 64; never more than V.
+int recurrentSliceOf(int V) {
+  const char *e = std::getenv("QLA_GDN_DECODE_BV");
+  if (e && *e) {
+    const std::string v = e;
+    if (v == "64") return std::min(64, V);
+    if (v == "128") return V;
+    rfail("QLA_GDN_DECODE_BV=" + v + ": 64 (64-row slices of the state) or 128 (whole heads)");
+  }
+  return std::min(64, V);
+}
 
 void validateRecurrent(const RecurrentParams &p) {
   rguarded([&] {
@@ -99,6 +114,7 @@ RecurrentConfig recurrentConfig(const RecurrentParams &p) {
   c.gate = p.use_gate;
   c.gateBias = p.use_gate && p.dt_bias.has_value();
   c.poolKFirst = p.state_pool_k_first;
+  c.bv = recurrentSliceOf(c.V);
   return c;
 }
 
@@ -108,6 +124,7 @@ std::string RecurrentConfig::str() const {
     << " state=" << dtypeName(stateDtype) << " K=" << K << " V=" << V << " l2norm=" << l2norm
     << " beta_activation=" << betaActivation << " gate=" << gate << " dt_bias=" << gateBias;
   if (poolKFirst) s << " pool_k_first=1";
+  if (bv != V) s << " bv=" << bv;
   return s.str();
 }
 
@@ -124,6 +141,10 @@ KernelSpec recurrentKernelSpec(const RecurrentConfig &c) {
            {"HAS_DTB", c.gateBias ? "1" : "0"},
            {"BSIG", std::to_string(c.betaActivation)}}};
   if (c.poolKFirst) s.defines["PKF"] = "1";
+  if (c.bv != c.V) {
+    if (c.bv != 64 || c.V % 64 != 0) rfail("the decode kernel's V slice is 64 or V, not " + std::to_string(c.bv));
+    s.defines["BV"] = std::to_string(c.bv);
+  }
   return s;
 }
 

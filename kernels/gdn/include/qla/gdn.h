@@ -407,10 +407,15 @@ struct RecurrentConfig {
   int betaActivation = 0;
   bool gate = false, gateBias = false;
   bool poolKFirst = false;
+  // The V slice of a CTA (BV): 64 (the default: one CTA per 64 rows of the
+  // state, three CTAs an SM, no spills) or V (a whole head per CTA);
+  // QLA_GDN_DECODE_BV=64|128 forces it (read at every call).
+  int bv = 64;
   std::string str() const;
 };
 RecurrentConfig recurrentConfig(const RecurrentParams &p);
-KernelSpec recurrentKernelSpec(const RecurrentConfig &c);  // DT GT BT ST DK DV L2NORM GATE HAS_DTB BSIG
+KernelSpec recurrentKernelSpec(const RecurrentConfig &c);  // DT GT BT ST DK DV L2NORM GATE HAS_DTB BSIG [PKF] [BV]
 void warmupRecurrent(const RecurrentConfig &c, bool loadOnGpu = true);
+int recurrentSliceOf(int V);  // the V slice recurrent() picks (RecurrentConfig::bv)
 
 }  // namespace qla::gdn

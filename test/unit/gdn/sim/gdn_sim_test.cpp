@@ -1027,6 +1027,17 @@ TEST_CASE("GDN decode and verify over a state pool on the simulator", "[gdn][sim
   pb.gate = true;
   pb.betaAct = 1;
   runRecurrent(pb, DType::BF16);
+  // The same with a whole head per CTA (the default is 64-row slices).
+  setenv("QLA_GDN_DECODE_BV", "128", 1);
+  pb.name = "decode N=2 T=1 K=V=128 gate, whole heads (BV=128)";
+  runRecurrent(pb, DType::BF16);
+  CHECK(qla::gdn::recurrentSliceOf(128) == 128);
+  setenv("QLA_GDN_DECODE_BV", "32", 1);
+  CHECK_THROWS_WITH(qla::gdn::recurrentSliceOf(128),
+                    Catch::Contains("QLA_GDN_DECODE_BV=32: 64 (64-row slices of the state) or 128 (whole heads)"));
+  unsetenv("QLA_GDN_DECODE_BV");
+  CHECK(qla::gdn::recurrentSliceOf(128) == 64);
+  CHECK(qla::gdn::recurrentSliceOf(64) == 64);
   pb.name = "verify N=2 T=2 K=64 V=128 K-first f32 pool";
   pb.T = 2;
   pb.K = 64;
