@@ -172,8 +172,10 @@ def main():
            fw.rms_rel(o, o_ref) <= BAR and fw.rms_rel(ht, ht_ref) <= BAR,
            f"o {fw.rms_rel(o, o_ref):.2e} ht {fw.rms_rel(ht, ht_ref):.2e}")
 
-    # ---- a decode step in a CUDA graph; its time at several batch sizes.
-    for N in (1, 64, 1024):
+    # ---- a decode step in a CUDA graph; its time at several batch sizes, with
+    # 64-row slices of the state per CTA (the default) and whole heads.
+    for N, bv in ((1, "64"), (1, "128"), (64, "64"), (64, "128"), (1024, "64"), (1024, "128")):
+        os.environ["QLA_GDN_DECODE_BV"] = bv
         Hqk, Hv, K, V = 16, 32, 128, 128
         q, k = rnd(N, 1, Hqk, K, dtype=torch.bfloat16), rnd(N, 1, Hqk, K, dtype=torch.bfloat16)
         v = rnd(N, 1, Hv, V, dtype=torch.bfloat16)
@@ -197,7 +199,8 @@ def main():
             times.append(s.elapsed_time(e) * 1e3)
         times.sort()
         gb = N * Hv * V * K * 4 * 2 / 1e9
-        print(f"  decode N={N} 16/32 heads of 128, f32 pool: {times[len(times) // 2]:.1f} us per step "
+        del os.environ["QLA_GDN_DECODE_BV"]
+        print(f"  decode N={N} BV={bv} 16/32 heads of 128, f32 pool: {times[len(times) // 2]:.1f} us per step "
               f"(graph replay, median of 20; {gb / (times[len(times) // 2] * 1e-6):.0f} GB/s of state traffic)")
     record("a decode step captured in a CUDA graph replays", True)
 
