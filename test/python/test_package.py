@@ -162,6 +162,12 @@ def main():
         check("python -m qla warmup --serving --only decode: 4 configurations compiled into --cache-dir",
               rc == 0 and len(lines) == 5 and lines[-1].startswith("4 of 4 configurations") and n_ahead == 4,
               out + err)
+        rc, out, err = run(["-m", "qla", "warmup", "--training", "--head-dim", "64", "--only", "Megatron",
+                            "--jobs", "1", "--cache-dir", os.path.join(tmp, "train")], site, outside)
+        lines = out.splitlines()
+        check("python -m qla warmup --training --only Megatron: the forward's and the backward's kernels compiled",
+              rc == 0 and lines[-1:] and lines[-1].startswith("1 of 1 configurations")
+              and int(re.search(r"(\d+) kernels", lines[-1]).group(1)) >= 10, out + err)
         rc, out, err = run(["-m", "qla", "warmup", "--head-dim", "96"], site, outside)
         check("python -m qla warmup --head-dim 96: exit 2 naming the head dims the kernels take",
               rc == 2 and "head dim 96" in err and "64 or 128" in err, out + err)
