@@ -198,7 +198,6 @@ int qla_gdn_recurrent_warmup(const qla_gdn_recurrent_config *c, char *err, size_
     rc.gate = c->gate != 0;
     rc.gateBias = c->gate == 1;
     rc.poolKFirst = c->pool_k_first != 0;
-    rc.bv = qla::gdn::recurrentSliceOf(rc.V);
     qla::gdn::warmupRecurrent(rc, true);
   });
 }

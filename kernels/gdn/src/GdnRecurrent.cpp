@@ -124,7 +124,8 @@ std::string RecurrentConfig::str() const {
     << " state=" << dtypeName(stateDtype) << " K=" << K << " V=" << V << " l2norm=" << l2norm
     << " beta_activation=" << betaActivation << " gate=" << gate << " dt_bias=" << gateBias;
   if (poolKFirst) s << " pool_k_first=1";
-  if (bv != V) s << " bv=" << bv;
+  const int slice = bv ? bv : recurrentSliceOf(V);
+  if (slice != V) s << " bv=" << slice;
   return s.str();
 }
 
@@ -141,9 +142,10 @@ KernelSpec recurrentKernelSpec(const RecurrentConfig &c) {
            {"HAS_DTB", c.gateBias ? "1" : "0"},
            {"BSIG", std::to_string(c.betaActivation)}}};
   if (c.poolKFirst) s.defines["PKF"] = "1";
-  if (c.bv != c.V) {
-    if (c.bv != 64 || c.V % 64 != 0) rfail("the decode kernel's V slice is 64 or V, not " + std::to_string(c.bv));
-    s.defines["BV"] = std::to_string(c.bv);
+  const int bv = c.bv ? c.bv : recurrentSliceOf(c.V);
+  if (bv != c.V) {
+    if (bv != 64 || c.V % 64 != 0) rfail("the decode kernel's V slice is 64 or V, not " + std::to_string(bv));
+    s.defines["BV"] = std::to_string(bv);
   }
   return s;
 }

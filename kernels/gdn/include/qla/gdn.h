@@ -409,8 +409,9 @@ struct RecurrentConfig {
   bool poolKFirst = false;
   // The V slice of a CTA (BV): 64 (the default: one CTA per 64 rows of the
   // state, three CTAs an SM, no spills) or V (a whole head per CTA);
-  // QLA_GDN_DECODE_BV=64|128 forces it (read at every call).
-  int bv = 64;
+  // QLA_GDN_DECODE_BV=64|128 forces it (read at every call). 0: as
+  // recurrent() picks it (recurrentSliceOf).
+  int bv = 0;
   std::string str() const;
 };
 RecurrentConfig recurrentConfig(const RecurrentParams &p);

@@ -1032,6 +1032,10 @@ TEST_CASE("GDN decode and verify over a state pool on the simulator", "[gdn][sim
   pb.name = "decode N=2 T=1 K=V=128 gate, whole heads (BV=128)";
   runRecurrent(pb, DType::BF16);
   CHECK(qla::gdn::recurrentSliceOf(128) == 128);
+  qla::gdn::RecurrentConfig rc;  // bv 0: as recurrent() picks it, so warmupRecurrent(rc) compiles that kernel
+  CHECK(qla::gdn::recurrentKernelSpec(rc).defines.count("BV") == 0);
+  unsetenv("QLA_GDN_DECODE_BV");
+  CHECK(qla::gdn::recurrentKernelSpec(rc).defines.at("BV") == "64");
   setenv("QLA_GDN_DECODE_BV", "32", 1);
   CHECK_THROWS_WITH(qla::gdn::recurrentSliceOf(128),
                     Catch::Contains("QLA_GDN_DECODE_BV=32: 64 (64-row slices of the state) or 128 (whole heads)"));
