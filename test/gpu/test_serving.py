@@ -46,7 +46,7 @@ def main():
         print("SKIP: no sm_90 GPU")
         return 0
     import test_gdn_forward as fw
-    fw.torch = torch
+    fw.torch, fw.F = torch, torch.nn.functional  # the reference uses both
     import qla
     import qla.gdn as G
 
