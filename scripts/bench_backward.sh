@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# bench/gdn_backward.py in one device call: first every row's FLA (Triton autotune) and, with
+# --flashqla, FlashQLA (TileLang JIT, per shape) kernels compiled in parallel processes of
+# --per rows each (`--warm-only`, FLA_CACHE_RESULTS=0 so that no timing made under load is
+# kept), then every row timed in one process. On the H200 one process warming 8 rows did not
+# finish in 230 s (2026-12-05): FlashQLA compiles its forward and backward per row (~20 s +
+# ~40 s). QLA's own kernels come from the kernel cache (fill it here with
+# `python3 test/gpu/test_gdn_backward.py --warm-only` and carry $QLA_CACHE_DIR).
+#
+# usage: scripts/bench_backward.sh [--rows R1,R2,...] [--per N] [--warm-timeout S] [--timeout S]
+#                                  [--anchors FILE] [--logs DIR] [-- ARGS for the timed run]
+#   e.g. scripts/bench_backward.sh --anchors .carry/flashqla_published_h200.txt -- --graph --check --fused --flashqla --out-dir $OUT
+# The timed run's flags also pick what is warmed: --flashqla and --fused pass on to --warm-only.
+set -u -o pipefail
+rows="" per=2 warm_timeout=300 timeout_s=280 anchors="" logs="${OUT:-build-bench-backward}"
+while (($#)); do
+  case "$1" in
+    --rows) rows=${2:?}; shift 2 ;;
+    --per) per=${2:?}; shift 2 ;;
+    --warm-timeout) warm_timeout=${2:?}; shift 2 ;;
+    --timeout) timeout_s=${2:?}; shift 2 ;;
+    --anchors) anchors=${2:?}; shift 2 ;;
+    --logs) logs=${2:?}; shift 2 ;;
+    --) shift; break ;;
+    -h|--help) sed -n '2,/^set -u/{/^set -u/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
+    *) echo "bench_backward.sh: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+done
+timed=("$@")
+mkdir -p "$logs" && logs=$(cd "$logs" && pwd)
+cd "$(dirname "$0")/.."
+bench=(python3 -u bench/gdn_backward.py ${anchors:+--anchors "$anchors"})
+if [[ -z $rows ]]; then
+  rows=$("${bench[@]}" --list-rows | python3 -c "import ast, sys; print(','.join(ast.literal_eval(l)['name'] for l in sys.stdin))") \
+    || { echo "bench_backward.sh: could not list the rows" >&2; exit 1; }
+fi
+IFS=, read -r -a all <<<"$rows"
+warm=()
+for f in "${timed[@]}"; do [[ $f == --flashqla || $f == --fused ]] && warm+=("$f"); done
+echo "bench_backward: warming ${#all[@]} rows, $per per process ($(date -u +%T))"
+for ((i = 0; i < ${#all[@]}; i += per)); do
+  group=$(IFS=,; echo "${all[*]:i:per}")
+  FLA_CACHE_RESULTS=0 timeout "$warm_timeout" "${bench[@]}" --warm-only "${warm[@]}" --rows "$group" \
+    >"$logs/warm_$((i / per)).log" 2>&1 &
+done
+failed=0
+for job in $(jobs -p); do wait "$job" || failed=$((failed + 1)); done
+echo "bench_backward: warm-up done ($(date -u +%T)), $failed of $(( (${#all[@]} + per - 1) / per )) processes failed or timed out"
+timeout "$timeout_s" "${bench[@]}" --rows "$rows" "${timed[@]}" 2>&1 | tee "$logs/bench.log" | grep -v "TileLang\|Warning"
+rc=${PIPESTATUS[0]}
+echo "bench_backward: timed run exit $rc ($(date -u +%T))"
+exit "$rc"
