@@ -11,10 +11,17 @@ qwen       transformers' ``Qwen3_5ForCausalLM`` (else ``Qwen3NextForCausalLM``;
            at B = 1, T = --seq-len. Checks: transformers bound FLA's op (not
            its torch fallback); QLA served every GDN call; the disabled step
            ran FLA's Triton GDN; loss rel. diff <= 2e-3 (half a bf16 ulp: the
-           loss averages T cross-entropies), logits and every parameter
-           gradient rel. RMS <= 2e-2 (--grad-bar; GDN.md's loosest per-op bar,
-           dg/dbeta, about 5 bf16 ulps); the step is faster on QLA (CUDA
-           events, one warm-up step each, median of --reps).
+           loss averages T cross-entropies), logits rel. RMS <= 2e-2; every
+           parameter gradient against a third step whose GDN calls run the
+           float64 reference (test_gdn_forward.reference under autograd, the
+           rest of the model as in the other two): QLA's rel. RMS error <=
+           max(--grad-bar, 1.25 x Triton's), so that gradients summed over
+           all tokens (A_log, dt_bias: dg times g over 8192 tokens, where
+           QLA and Triton differ by 4-7e-2 from each other) are judged by
+           which side is exact, not by their difference (QLA vs Triton is
+           printed); the step is faster on QLA (CUDA events, one warm-up step
+           each, median of --reps), with each side's largest kernels
+           (torch.profiler over one step) printed to say where time goes.
 fla-layer  FLA's ``fla.layers.GatedDeltaNet`` (head_dim 128, expand_v 1, 16/32
            heads; the layer's own options: in-kernel gate with A_log/dt_bias,
            beta sigmoid, V-first state), forward + backward: output (5e-3) and
@@ -199,6 +206,7 @@ def test_qwen(args, fla_op, calls, triton_bwd_trusted):
     torch.manual_seed(args.seed)
     model_t = model_cls(config).to(device="cuda", dtype=torch.bfloat16).train()
     model_q = copy.deepcopy(model_t)
+    model_r = copy.deepcopy(model_t)  # GDN in float64: the arbiter of the gradients
     print(f"transformers {transformers.__version__}: {model_cls.__module__}.{model_cls.__name__}, "
           f"{config.num_hidden_layers} layers {config.layer_types}, hidden {HIDDEN}, linear heads {HK}/{HV} of "
           f"{DK}/{DV}, vocab {VOCAB}, bf16, B=1 T={T}, attention "
@@ -264,19 +272,53 @@ def test_qwen(args, fla_op, calls, triton_bwd_trusted):
     record(f"logits match (rel. RMS <= {LOGITS_BAR:g})", e <= LOGITS_BAR, f"rel {e:.2e}")
 
     errs, odd = compare_grads(gq, gt)
-    bad = sorted((n for n, v in errs.items() if not v <= args.grad_bar), key=lambda n: -nan_high(errs[n]))
-    w, wn = worst(errs)
     top = sorted(errs.items(), key=lambda t: -nan_high(t[1]))[:5]
-    print("  largest gradient differences: " + ", ".join(f"{n} {v:.2e}" for n, v in top))
+    print("  largest gradient differences QLA vs Triton: " + ", ".join(f"{n} {v:.2e}" for n, v in top))
+
+    # The arbiter: the same step with every GDN call in float64 (bf16 out, as the op returns).
+    ref_calls = []
+
+    def gdn64(q, k, v, g, beta, scale=None, initial_state=None, output_final_state=False,
+              use_qk_l2norm_in_kernel=False, cu_seqlens=None, **_):
+        ref_calls.append(1)
+        o, ht = fw.reference(q, k, v, g, beta, scale=scale, initial_state=initial_state,
+                             cu_seqlens=cu_seqlens, l2norm=use_qk_l2norm_in_kernel)
+        return o.to(v.dtype), (ht.float() if output_final_state else None)
+
+    if gdn_fn is None:
+        record("float64 arbiter step (transformers' torch_chunk_gated_delta_rule not found)", False)
+        return
+    mod.torch_chunk_gated_delta_rule = gdn64
+    try:
+        loss_r, _ = step(model_r)
+    finally:
+        mod.torch_chunk_gated_delta_rule = gdn_fn
+    torch.cuda.synchronize()
+    gr = grads_of(model_r)
+    del model_r
+    torch.cuda.empty_cache()
+    eq, oddq = compare_grads(gq, gr)
+    et, oddt = compare_grads(gt, gr)
+    print(f"  float64 arbiter: {len(ref_calls)} GDN calls in float64, loss {loss_r.item():.6f} "
+          f"(QLA {abs(loss_q.item() - loss_r.item()) / abs(loss_r.item()):.1e}, "
+          f"Triton {abs(loss_t.item() - loss_r.item()) / abs(loss_r.item()):.1e} rel.)")
+    bars = {n: max(args.grad_bar, 1.25 * et.get(n, 0.0)) for n in eq}
+    bad = sorted((n for n, v in eq.items() if not v <= bars[n]), key=lambda n: -nan_high(eq[n]))
+    top = sorted(eq.items(), key=lambda t: -nan_high(t[1]))[:5]
+    print("  largest gradient errors vs float64 GDN, QLA [Triton]: "
+          + ", ".join(f"{n} {v:.2e} [{et.get(n, float('nan')):.2e}]" for n, v in top))
     for i in gdn_layers:
-        lw, ln = worst(errs, f"model.layers.{i}.linear_attn.")
-        print(f"  GDN layer {i}: worst linear_attn gradient {ln} {lw:.2e}; whole layer "
-              f"{worst(errs, f'model.layers.{i}.')[0]:.2e}")
-    record(f"every parameter gradient matches (rel. RMS <= {args.grad_bar:g}, {len(errs)} tensors)",
-           not bad and not odd, f"worst {wn} {w:.2e}" + (f"; over: {bad[:6]}" if bad else "") +
-           (f"; grad on one side only: {odd}" if odd else "") +
-           ("" if triton_bwd_trusted or not bad else "  (FLA's backward runs past its #640 guard: see the packed "
-                                                      "call's Triton vs float64)"))
+        lw, ln = worst(eq, f"model.layers.{i}.linear_attn.")
+        print(f"  GDN layer {i}: worst linear_attn gradient vs float64 {ln} QLA {lw:.2e} "
+              f"Triton {et.get(ln, float('nan')):.2e}")
+    w, wn = worst(eq)
+    odd = sorted(set(odd) | set(oddq) | set(oddt))
+    record(f"every parameter gradient as exact as Triton's (rel. RMS vs float64 GDN <= max({args.grad_bar:g}, "
+           f"1.25 x Triton's), {len(eq)} tensors)", not bad and not odd,
+           f"worst {wn} {w:.2e} (Triton {et.get(wn, float('nan')):.2e})"
+           + (f"; over: {[(n, round(eq[n], 4), round(et.get(n, 0.0), 4)) for n in bad[:6]]}" if bad else "")
+           + (f"; grad on one side only: {odd}" if odd else "")
+           + ("" if triton_bwd_trusted else "  (FLA's backward runs past its #640 guard)"))
 
     tq, tt = [], []
     for _ in range(args.reps):  # alternating, after the warm-up steps above
@@ -285,6 +327,20 @@ def test_qwen(args, fla_op, calls, triton_bwd_trusted):
         qla.fla.disable()
         tt.append(timed_ms(lambda: step(model_t)))
     mq, mt = statistics.median(tq), statistics.median(tt)
+    # Where each step's time goes: its largest kernels over one step (torch.profiler).
+    from torch.profiler import ProfilerActivity, profile
+    for side, model, on in (("QLA", model_q, True), ("Triton", model_t, False)):
+        (qla.fla.enable if on else qla.fla.disable)()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            step(model)
+            torch.cuda.synchronize()
+        rows = sorted(prof.key_averages(), key=lambda e: -e.device_time_total)
+        tot = sum(e.device_time_total for e in rows) / 1000
+        gdn = sum(e.device_time_total for e in rows if "gdn" in e.key.lower() or "delta" in e.key.lower()
+                  or e.key.startswith("qla_")) / 1000
+        print(f"  {side} step: {tot:.1f} ms of kernels, {gdn:.1f} ms in kernels named qla_*/*gdn*/*delta*; largest: "
+              + "; ".join(f"{e.key[:48]} {e.device_time_total / 1000:.2f} ms x{e.count}" for e in rows[:8]))
+    qla.fla.disable()
     record("the training step is faster on QLA than on FLA's Triton", mq < mt,
            f"QLA {mq:.1f} ms, Triton {mt:.1f} ms (median of {args.reps}), Triton/QLA {mt / mq:.3f}x; "
            f"QLA {[round(x, 1) for x in tq]}, Triton {[round(x, 1) for x in tt]}")
