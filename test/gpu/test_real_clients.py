@@ -467,10 +467,16 @@ def warm_only(args):
         todo.append(("qwen", dict(use_qk_l2norm=True)))
     if not args.filter or args.filter in "packed":
         todo.append(("packed", dict(varlen=True, cu_dtype="i32")))
+    # FLA's GatedDeltaNet layer: g (the raw gate) in bf16, the gate, beta's sigmoid and the L2 norm in the kernel.
+    layer = dict(use_qk_l2norm=True, use_gate_in_kernel=True, use_beta_sigmoid_in_kernel=True, state_v_first=True)
+    if not args.filter or args.filter in "fla-layer":
+        todo.append(("fla-layer", dict(layer, g_dtype="bf16")))
     for name, kw in todo:
-        qla.gdn.warmup("bf16", DK, DV, beta_dtype="bf16", g_dtype="f32", backward=True, **kw)
-        print(f"  warmed {name}: bf16 K{DK} V{DV} g f32 beta bf16 {kw} fwd+bwd", flush=True)
-    print(f"warmed {len(todo)} configurations in {time.time() - t0:.0f} s (fla-layer: QLA refuses it today)")
+        kw = dict(kw)
+        g_dtype = kw.pop("g_dtype", "f32")
+        qla.gdn.warmup("bf16", DK, DV, beta_dtype="bf16", g_dtype=g_dtype, backward=True, **kw)
+        print(f"  warmed {name}: bf16 K{DK} V{DV} g {g_dtype} beta bf16 {kw} fwd+bwd", flush=True)
+    print(f"warmed {len(todo)} configurations in {time.time() - t0:.0f} s")
     return 0
 
 
