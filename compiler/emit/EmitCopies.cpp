@@ -330,7 +330,7 @@ void Emitter::emitSharedGlobalVectors(Value smem, SharedType src, const TileAcce
   std::string last = fmt::format("({} + {})", col, per - 1);
   std::string sm = name(smem);
   line(fmt::format("if ({} && {} && {}) {{", vec, a.inBounds({row, col}), a.inBounds({row, last})));
-  line(fmt::format("  *reinterpret_cast<uint4*>({}) = *reinterpret_cast<const uint4*>(&{}[{}]);", a.at({row, col}), sm,
+  line(fmt::format("  *reinterpret_cast<uint4*>({}) = qla::dev::smem_get<uint4>({}, {});", a.at({row, col}), sm,
                    smemIndex(src, row, col)));
   line("} else {");
   ++indent_;
@@ -387,7 +387,8 @@ LogicalResult Emitter::emitCopy(CopyOp op) {
   RegLoop l = openRegLoop(frag);
   std::string row = tile.getShape().size() == 2 ? l.idx[0] : "0", col = l.idx.back();
   if (trans) std::swap(row, col);  // tile [j, i] is fragment [i, j]
-  std::string at = fmt::format("{}[{}]", tn, smemIndex(tile, row, col));
+  const std::string idx = smemIndex(tile, row, col);
+  std::string at = fmt::format("{}[{}]", tn, idx);
   if (!pairs) {
     if (toFrag) fragStore(fv, l.reg, loadAsFloat(te, at));
     else line(fmt::format("{} = {};", at, storeFromFloat(te, fragElem(fv, l.reg))));
@@ -396,7 +397,9 @@ LogicalResult Emitter::emitCopy(CopyOp op) {
     line(fmt::format("if ({} % 2 == 0) {{", l.reg));
     ++indent_;
     std::string vt = te.isF32() ? "float2" : "qla::dev::u32";
-    std::string ref = fmt::format("*reinterpret_cast<{}{}*>(&{})", toFrag ? "const " : "", vt, at);
+    // The pair's bits as one load or store (smem_get / smem_put: 32-bit shared addresses).
+    std::string ref = fmt::format("qla::dev::smem_get<{}>({}, {})", vt, tn, idx);
+    auto put = [&](const std::string &v) { return fmt::format("qla::dev::smem_put<{}>({}, {}, {});", vt, tn, idx, v); };
     const bool same16 = is16(te) && fe == te;  // packed registers move as they are
     if (toFrag) {
       if (same16) {
@@ -413,9 +416,9 @@ LogicalResult Emitter::emitCopy(CopyOp op) {
       }
     } else {
       std::string v0 = fragElem(fv, l.reg), v1 = fragElem(fv, r1);
-      if (same16) line(fmt::format("{} = {}[{} / 2];", ref, name(fv), l.reg));
-      else if (te.isF32()) line(fmt::format("{} = make_float2({}, {});", ref, v0, v1));
-      else line(fmt::format("{} = qla::dev::pack_{}x2({}, {});", ref, pfx(te), v0, v1));
+      if (same16) line(put(fmt::format("{}[{} / 2]", name(fv), l.reg)));
+      else if (te.isF32()) line(put(fmt::format("make_float2({}, {})", v0, v1)));
+      else line(put(fmt::format("qla::dev::pack_{}x2({}, {})", pfx(te), v0, v1)));
     }
     --indent_;
     line("}");
@@ -485,7 +488,7 @@ void Emitter::emitStmatrixTrans(CopyOp op) {
   }
   std::string st = fresh("st");
   line(fmt::format("const qla::dev::u32 {}[4] = {{{}, {}, {}, {}}};", st, regs[0], regs[1], regs[2], regs[3]));
-  line(fmt::format("qla::dev::stmatrix_x4_trans(&{}[{}], {});", tn, addr, st));
+  line(fmt::format("qla::dev::stmatrix_x4_trans({} + ({}), {});", tn, addr, st));
   closeX4TransLoop();
 }
 
@@ -507,7 +510,7 @@ void Emitter::emitLdmatrixTrans(CopyOp op) {
   openX4TransLoop(lay, tile, "ldm", "lda", q, addr);
   std::string ld = fresh("ld");
   line(fmt::format("qla::dev::u32 {}[4];", ld));
-  line(fmt::format("qla::dev::ldmatrix_x4_trans({}, &{}[{}]);", ld, tn, addr));
+  line(fmt::format("qla::dev::ldmatrix_x4_trans({}, {} + ({}));", ld, tn, addr));
   for (int m = 0; m < 4; ++m) {
     std::string r0 = fmt::format("8 * {} + {}", q, 2 * m), r1 = fmt::format("8 * {} + {}", q, 2 * m + 1);
     if (same16) {

@@ -201,9 +201,8 @@ LogicalResult Emitter::emitParallel(ParallelOp op) {
       auto t = p.getTile().getType();
       Type et = t.getElementType();
       const std::string &v = it->second;
-      const std::string at = fmt::format("{}[{}]", name(p.getTile()), smemIndex(t, l.idx[0], l.idx[1]));
-      line(fmt::format("if ({} % 2 == 0) {} = *reinterpret_cast<const {}*>(&{});", l.reg, v,
-                       et.isF32() ? "float2" : "qla::dev::u32", at));
+      line(fmt::format("if ({} % 2 == 0) {} = qla::dev::smem_get<{}>({}, {});", l.reg, v,
+                       et.isF32() ? "float2" : "qla::dev::u32", name(p.getTile()), smemIndex(t, l.idx[0], l.idx[1])));
       const std::string lo = et.isF32() ? v + ".x" : fmt::format("qla::dev::unpack_{}x2_lo({})", pfx(et), v);
       const std::string hi = et.isF32() ? v + ".y" : fmt::format("qla::dev::unpack_{}x2_hi({})", pfx(et), v);
       declare(p.getResult(), "float", fmt::format("({} % 2 == 0) ? {} : {}", l.reg, lo, hi), "pick");

@@ -13,4 +13,5 @@
 #include "qla/device/regs.cuh"
 #include "qla/device/math.cuh"
 #include "qla/device/smem_layout.cuh"
+#include "qla/device/smem_ptr.cuh"
 #include "qla/device/trace.cuh"

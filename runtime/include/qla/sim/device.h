@@ -153,6 +153,51 @@ inline unsigned char *smemAt(unsigned off, unsigned bytes, const char *what) {
     fail("%s: shared-memory bytes [%u, %u) past the CTA's %u", what, off, off + bytes, cta().smemBytes);
   return qla_smem_raw + off;
 }
+}  // namespace sim
+
+// qla/device/smem_ptr.cuh on the CPU: a sptr<T> is an arena offset; every
+// element access is checked against the CTA's shared memory.
+namespace dev {
+template <class V> inline V smem_load(unsigned a) {
+  V v;
+  std::memcpy(&v, sim::smemAt(a, sizeof(V), "a shared-memory load"), sizeof(V));
+  return v;
+}
+template <class V> inline void smem_store(unsigned a, const V &v) {
+  std::memcpy(sim::smemAt(a, sizeof(V), "a shared-memory store"), &v, sizeof(V));
+}
+template <class T> struct sref {
+  unsigned a;
+  operator T() const { return smem_load<T>(a); }
+  const sref &operator=(const T &v) const {
+    smem_store<T>(a, v);
+    return *this;
+  }
+  const sref &operator=(const sref &o) const { return *this = T(o); }
+  const sref &operator+=(const T &v) const { return *this = T(*this) + v; }
+  const sref &operator-=(const T &v) const { return *this = T(*this) - v; }
+  const sref &operator*=(const T &v) const { return *this = T(*this) * v; }
+};
+template <class T> struct sptr {
+  unsigned a;
+  explicit sptr(unsigned addr) : a(addr) {}
+  sptr operator+(int i) const { return sptr(a + unsigned(i) * unsigned(sizeof(T))); }
+  sref<T> operator[](int i) const { return sref<T>{a + unsigned(i) * unsigned(sizeof(T))}; }
+  template <class V> V load(int i) const { return smem_load<V>(a + unsigned(i) * unsigned(sizeof(T))); }
+  template <class V> void store(int i, const V &v) const { smem_store<V>(a + unsigned(i) * unsigned(sizeof(T)), v); }
+  operator T *() const { return reinterpret_cast<T *>(sim::smemAt(a, 0, "a shared-memory pointer")); }
+};
+template <class V, class T> inline V smem_get(sptr<T> p, int i) { return p.template load<V>(i); }
+template <class V, class T> inline V smem_get(const T *p, int i) {
+  V v;
+  std::memcpy(&v, p + i, sizeof(V));
+  return v;
+}
+template <class V, class T> inline void smem_put(sptr<T> p, int i, const V &v) { p.template store<V>(i, v); }
+template <class V, class T> inline void smem_put(T *p, int i, const V &v) { std::memcpy(p + i, &v, sizeof(V)); }
+}  // namespace dev
+
+namespace sim {
 
 //===----------------------------------------------------------------------===//
 // 16-bit floats (bit exact: round to nearest even, NaN kept)

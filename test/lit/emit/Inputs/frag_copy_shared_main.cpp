@@ -10,7 +10,7 @@
 //     Elem(X) exactly: X itself for f32, X rounded to nearest even for bf16;
 //   - nothing is written past the arena (its `// smem` size).
 // Usage: sim cu=KERNEL.cu rows=ROWS cols=COLS swizzle=S: the emitted kernel's
-// text (for its tiles' arena offsets: `reinterpret_cast<T*>(qla_smem + N);`
+// text (for its tiles' arena offsets: `const qla::dev::sptr<T> name(qla_smem_base + Nu);`
 // lines, in order), the tiles' shape and the swizzle that the RUN line
 // expects layout inference to pick for them.
 
@@ -76,9 +76,9 @@ int main(int argc, char **argv) {
       std::fprintf(stderr, "cannot read %s\n", cu.c_str());
       return 2;
     }
-    const char *const key = "*>(qla_smem + ";
+    const char *const key = "(qla_smem_base + ";
     for (char line[4096]; std::fgets(line, sizeof line, in);)
-      if (const char *k = std::strstr(line, key); k && std::strstr(line, "reinterpret_cast<"))
+      if (const char *k = std::strstr(line, key); k && std::strstr(line, "qla::dev::sptr<"))
         offsets.push_back(unsigned(std::atoi(k + std::strlen(key))));
     std::fclose(in);
   }

@@ -74,9 +74,9 @@ int main(int argc, char **argv) {
       std::fprintf(stderr, "cannot read %s\n", cu.c_str());
       return 2;
     }
-    const char *const key = "*>(qla_smem + ";
+    const char *const key = "(qla_smem_base + ";
     for (char line[4096]; std::fgets(line, sizeof line, in);)
-      if (const char *k = std::strstr(line, key); k && std::strstr(line, "reinterpret_cast<"))
+      if (const char *k = std::strstr(line, key); k && std::strstr(line, "qla::dev::sptr<"))
         offsets.push_back(unsigned(std::atoi(k + std::strlen(key))));
     std::fclose(in);
   }

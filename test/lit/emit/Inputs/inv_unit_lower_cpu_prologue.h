@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 
 #define __global__
@@ -96,5 +97,43 @@ inline unsigned smem_u32(const void *p) { return unsigned(reinterpret_cast<std::
 inline int warpgroup_index() { return int(threadIdx.x / 128u); }
 inline int warp_index_in_warpgroup() { return int((threadIdx.x / 32u) % 4u); }
 inline int lane_index() { return int(threadIdx.x % 32u); }
+
+// qla/device/smem_ptr.cuh's stand-ins: a sptr<T> holds the 32-bit shared
+// address smem_u32 gives, mapped back to the arena for each access.
+typedef unsigned int u32;
+inline unsigned char *smem_host(u32 a) { return qla_smem_raw + u32(a - smem_u32(qla_smem_raw)); }
+template <class T> struct sref {
+  u32 a;
+  operator T() const {
+    T v;
+    std::memcpy(&v, smem_host(a), sizeof(T));
+    return v;
+  }
+  const sref &operator=(const T &v) const {
+    std::memcpy(smem_host(a), &v, sizeof(T));
+    return *this;
+  }
+  const sref &operator=(const sref &o) const { return *this = T(o); }
+  const sref &operator+=(const T &v) const { return *this = T(*this) + v; }
+  const sref &operator-=(const T &v) const { return *this = T(*this) - v; }
+  const sref &operator*=(const T &v) const { return *this = T(*this) * v; }
+};
+template <class T> struct sptr {
+  u32 a;
+  explicit sptr(u32 addr) : a(addr) {}
+  sptr operator+(int i) const { return sptr(a + u32(i) * u32(sizeof(T))); }
+  sref<T> operator[](int i) const { return sref<T>{a + u32(i) * u32(sizeof(T))}; }
+  operator T *() const { return reinterpret_cast<T *>(smem_host(a)); }
+};
+// smem_get reads in place (a reference into the arena), so that the
+// stand-ins' uint4 sees where a 16-byte move reads from.
+template <class V, class T> inline const V &smem_get(sptr<T> p, int i) {
+  return *reinterpret_cast<const V *>(static_cast<T *>(p) + i);
+}
+template <class V, class T> inline const V &smem_get(const T *p, int i) { return *reinterpret_cast<const V *>(p + i); }
+template <class V, class T> inline void smem_put(sptr<T> p, int i, const V &v) {
+  std::memcpy(static_cast<T *>(p) + i, &v, sizeof(V));
+}
+template <class V, class T> inline void smem_put(T *p, int i, const V &v) { std::memcpy(p + i, &v, sizeof(V)); }
 }  // namespace qla::dev
 

@@ -61,7 +61,7 @@ int main(int argc, char **argv) {
       std::fprintf(stderr, "cannot read %s\n", cu.c_str());
       return 2;
     }
-    const char *const key = "*reinterpret_cast<const uint4*>(&";
+    const char *const key = "qla::dev::smem_get<uint4>(";
     for (char line[8192]; std::fgets(line, sizeof line, in);) {
       const char *k = std::strstr(line, key), *t = k ? std::strstr(k, "smem_tile_index<") : nullptr;
       long long sw, eb, r, c;
