@@ -16,7 +16,8 @@ using namespace mlir::qlanv;
 namespace qla::compiler {
 
 LogicalResult emitCuda(func::FuncOp fn, EmittedKernel &out, const EmitOptions &options) {
-  Emitter e(fn, out.info, options.lineDirectives, options.tmaStores, options.trace, options.freshAddressRegs);
+  Emitter e(fn, out.info, options.lineDirectives, options.tmaStores, options.trace, options.freshAddressRegs,
+            options.sharedPointers64);
   if (failed(e.emitKernel())) return failure();
   out.source = e.takeSource();
   return success();

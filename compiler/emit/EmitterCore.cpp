@@ -467,7 +467,8 @@ LogicalResult Emitter::emitOpCode(Operation *op) {
     if (!a.getOffset()) return op->emitOpError("has no arena offset (run qla-assign-resources)");
     std::string t = dtypeCType(a.getType().getElementType());
     std::string n = fresh(prefixFor(res(), "smem"));
-    line(fmt::format("const qla::dev::sptr<{}> {}(qla_smem_base + {}u);", t, n, *a.getOffset()));
+    if (sharedPointers64_) line(fmt::format("{0}* const {1} = reinterpret_cast<{0}*>(qla_smem + {2});", t, n, *a.getOffset()));
+    else line(fmt::format("const qla::dev::sptr<{}> {}(qla_smem_base + {}u);", t, n, *a.getOffset()));
     bind(res(), n);
     return success();
   }
@@ -504,8 +505,9 @@ LogicalResult Emitter::emitOpCode(Operation *op) {
     auto t = s.getType();
     std::string ty = dtypeCType(t.getElementType());
     std::string n = fresh(prefixFor(res(), prefixFor(s.getBuffer(), "slot")));
-    line(fmt::format("const qla::dev::sptr<{}> {} = {} + {} * {};", ty, n, name(s.getBuffer()), name(s.getSlot()),
-                     t.getNumElements()));
+    line(fmt::format("{} {} = {} + {} * {};",
+                     sharedPointers64_ ? ty + "* const" : fmt::format("const qla::dev::sptr<{}>", ty), n,
+                     name(s.getBuffer()), name(s.getSlot()), t.getNumElements()));
     bind(res(), n);
     return success();
   }
