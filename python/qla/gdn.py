@@ -29,7 +29,7 @@ from ._ctensor import Tensor as _Tensor, check as _check, tma_friendly as _tma_f
 __all__ = ["chunk_gated_delta_rule", "warmup", "warmup_recurrent", "workspace_bytes"]
 
 _OP = "chunk_gated_delta_rule: "
-_ABI_VERSION = 9
+_ABI_VERSION = 10
 
 
 class _Args(ctypes.Structure):
@@ -63,6 +63,7 @@ class _Args(ctypes.Structure):
         ("reserved9", ctypes.c_int32),
         ("checkpoint_every", ctypes.c_int64),
         ("checkpoint_slots", _Tensor),
+        ("max_seqlen", ctypes.c_int64),
     ]
 
 
@@ -113,7 +114,7 @@ class _BwdArgs(ctypes.Structure):
     ]
 
 
-assert ctypes.sizeof(_Tensor) == 88 and ctypes.sizeof(_Args) == 1480 and ctypes.sizeof(_Config) == 64
+assert ctypes.sizeof(_Tensor) == 88 and ctypes.sizeof(_Args) == 1488 and ctypes.sizeof(_Config) == 64
 assert ctypes.sizeof(_BwdArgs) == 16 + 20 * 88 + 40
 
 
@@ -554,7 +555,7 @@ def prefill(q, k, v, g, beta, state_pool, initial_slots=None, final_slots=None, 
             cu_seqlens=None, use_qk_l2norm_in_kernel: bool = False, use_beta_sigmoid_in_kernel: bool = False,
             allow_neg_eigval: bool = False, use_gate_in_kernel: bool = False, A_log=None, dt_bias=None,
             state_pool_k_first: bool = False, checkpoint_every: int = 0, checkpoint_slots=None,
-            segment_chunks: int = 0, cu_seqlens_cpu=None):
+            segment_chunks: int = 0, cu_seqlens_cpu=None, max_seqlen: int | None = None):
     """Prefill into a state pool (forward only; docs/gdn.md, "Serving"):
     chunk_gated_delta_rule's inputs, with the initial states read from and
     the final states written to the serving stacks' pool [slots, Hv, V, K]
@@ -569,7 +570,10 @@ def prefill(q, k, v, g, beta, state_pool, initial_slots=None, final_slots=None, 
     chunks). Returns o. With cu_seqlens on the GPU nothing is copied to the
     host: the plan is for the worst case of the total length, or for the
     lengths of cu_seqlens_cpu (FLA's and vLLM's host copy of the same
-    offsets, a CPU tensor) when given."""
+    offsets, a CPU tensor) when given, or for sequences of at most
+    max_seqlen tokens (vLLM's max_query_len: a bound the plan may assume;
+    one that a sequence exceeds costs speed, not correctness; with
+    cu_seqlens_cpu it is checked)."""
     import torch
 
     q, k, v, g, beta, _, cu_seqlens, cu_host = _inputs(q, k, v, g, beta, None, cu_seqlens, host_copy=False)
@@ -602,6 +606,10 @@ def prefill(q, k, v, g, beta, state_pool, initial_slots=None, final_slots=None, 
     a.state_pool_k_first = 1 if state_pool_k_first else 0
     a.checkpoint_every = int(checkpoint_every)
     a.segment_chunks = int(segment_chunks)
+    if max_seqlen is not None:
+        if cu_seqlens is None:
+            raise QlaError(f"{_OP}max_seqlen bounds the lengths of cu_seqlens' sequences, which is not given")
+        a.max_seqlen = int(max_seqlen)
     if cu_seqlens is not None:
         _fill(a.cu_seqlens, "cu_seqlens", cu_seqlens)
     if cu_host is not None:

@@ -273,6 +273,7 @@ ForwardShape shapeOf(const ForwardParams &p) {
   ForwardShape s{p.q.shape[0], p.q.shape[1], p.v.shape[2], p.q.shape[3], p.v.shape[3],
                  p.cu_seqlens ? p.cu_seqlens->shape[0] - 1 : 0, 0, 0, {}};
   if (p.cu_seqlens) setSequenceChunks(s, p.cu_seqlens_host);
+  if (p.cu_seqlens && !p.cu_seqlens_host && p.max_seqlen > 0) s.maxChunks = (p.max_seqlen + kChunk - 1) / kChunk;
   return s;
 }
 
@@ -461,6 +462,14 @@ void validate(const ForwardParams &p, const char *oName) {
   std::optional<op::TensorView> cuView;
   if (p.cu_seqlens) cuView.emplace(view(*p.cu_seqlens));
   const int64_t N = op::checkCuSeqlens(cuView ? &*cuView : nullptr, p.cu_seqlens_host, B, T);
+  if (p.max_seqlen < 0) fail("max_seqlen = " + std::to_string(p.max_seqlen) + " (a bound on the longest sequence; 0: none)");
+  if (p.max_seqlen > 0 && !p.cu_seqlens)
+    fail("max_seqlen bounds the lengths of cu_seqlens' sequences, but cu_seqlens is not given");
+  if (p.max_seqlen > 0 && p.cu_seqlens_host)
+    for (int64_t n = 0; n < N; ++n)
+      if (p.cu_seqlens_host[n + 1] - p.cu_seqlens_host[n] > p.max_seqlen)
+        fail("sequence " + std::to_string(n) + " has " + std::to_string(p.cu_seqlens_host[n + 1] - p.cu_seqlens_host[n]) +
+             " tokens, more than max_seqlen = " + std::to_string(p.max_seqlen));
 
   // States ([N, Hv, V, K] with state_v_first).
   const std::vector<int64_t> sShape = p.state_v_first ? std::vector<int64_t>{N, Hv, V, K}

@@ -55,6 +55,7 @@ qla::gdn::ForwardParams paramsOf(const qla_gdn_forward_args *a) {
   p.scale = a->scale;
   p.use_qk_l2norm = a->use_qk_l2norm != 0;
   p.cu_seqlens_host = a->cu_seqlens_host;
+  p.max_seqlen = a->max_seqlen;
   p.stream = static_cast<CUstream>(a->stream);
   p.segment_chunks = a->segment_chunks;
   p.checkpoints = optionalOf("checkpoints", a->checkpoints);

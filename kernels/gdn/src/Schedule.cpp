@@ -99,8 +99,10 @@ Schedule computeSchedule(const ForwardShape &s, const MachineModel &m, int64_t f
   if (s.numSequences > 1 && s.longestChunks > 0) {
     scen.push_back({cdiv(std::max(s.sumChunks, s.longestChunks), s.longestChunks), s.longestChunks, s.lengths});
   } else if (s.numSequences > 1) {
-    scen.push_back({N, std::max<int64_t>(1, cdiv(s.T, kChunk * N))});
-    scen.push_back({1, total});
+    // The longest a sequence can be: all the tokens, or the caller's bound.
+    const int64_t longest = s.maxChunks > 0 ? std::min(s.maxChunks, std::max<int64_t>(total, 1)) : total;
+    scen.push_back({N, std::max<int64_t>(1, std::min(longest, cdiv(s.T, kChunk * N)))});
+    scen.push_back({std::min(N, cdiv(total, std::max<int64_t>(longest, 1))), longest});
   } else {
     scen.push_back({N, total});
   }
@@ -279,7 +281,7 @@ Schedule computeSchedule(const ForwardShape &s, const MachineModel &m, int64_t f
 std::vector<double> scheduleKey(const ForwardShape &s, const MachineModel &m, int64_t force, int fusedMode,
                                 int64_t forceBv) {
   std::vector<double> k = {double(s.B), double(s.T), double(s.Hv), double(s.K), double(s.V), double(s.numSequences),
-                           double(s.longestChunks), double(s.sumChunks),
+                           double(s.longestChunks), double(s.sumChunks), double(s.maxChunks),
                            double(force), double(fusedMode), double(forceBv), double(m.sms), double(m.resident),
                            m.pass2AloneUs, m.pass2PairUs, m.pass1AloneUs, m.pass1PairUs, m.waveStartUs, m.mergeStepUs,
                            m.launchUs, m.fusedChunkUs, m.fusedHeadChunkUs, m.tmatChunkHeadUs, m.fusedPass1AloneUs,
@@ -344,7 +346,8 @@ std::string describeSchedule(const ForwardShape &s, const Schedule &sch) {
   if (s.numSequences > 1)
     d += s.longestChunks > 0 ? "lengths known (longest " + std::to_string(s.longestChunks) + " of " +
                                    std::to_string(s.sumChunks) + " chunks), "
-                             : "lengths unknown, ";
+                             : s.maxChunks > 0 ? "lengths unknown (at most " + std::to_string(s.maxChunks) + " chunks each), "
+                                               : "lengths unknown, ";
   if (sch.fused) {
     d += "fused kernel, ";
     d += sch.fusedBv >= s.V ? "whole heads (BV=" + std::to_string(sch.fusedBv) + ")"

@@ -27,6 +27,11 @@ struct ForwardShape {
   // sequences and one that holds every token. Either plan is exact for any
   // lengths: the device cuts each sequence by the chosen segment length.
   int64_t longestChunks = 0, sumChunks = 0;
+  // Without the lengths, a bound on the longest one in chunks
+  // (ForwardParams::max_seqlen, 0: none): the model then hedges between N
+  // equal sequences and as many of that length as hold every token, rather
+  // than one that holds them all.
+  int64_t maxChunks = 0;
   // (chunks, how many sequences), longest first, empty sequences left out;
   // past 32 distinct lengths rounded up to a grid (setSequenceChunks).
   std::vector<std::pair<int64_t, int64_t>> lengths;

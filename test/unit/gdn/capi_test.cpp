@@ -29,7 +29,8 @@ static_assert(offsetof(qla_gdn_forward_args, scale) == 8 && offsetof(qla_gdn_for
                   offsetof(qla_gdn_forward_args, state_pool) == 1112 &&
                   offsetof(qla_gdn_forward_args, state_pool_k_first) == 1376 &&
                   offsetof(qla_gdn_forward_args, checkpoint_every) == 1384 &&
-                  offsetof(qla_gdn_forward_args, checkpoint_slots) == 1392 && sizeof(qla_gdn_forward_args) == 1480,
+                  offsetof(qla_gdn_forward_args, checkpoint_slots) == 1392 &&
+                  offsetof(qla_gdn_forward_args, max_seqlen) == 1480 && sizeof(qla_gdn_forward_args) == 1488,
               "qla_gdn_forward_args layout");
 static_assert(sizeof(qla_gdn_forward_config) == 64, "qla_gdn_forward_config layout");
 static_assert(sizeof(qla_gdn_recurrent_config) == 40, "qla_gdn_recurrent_config layout");
@@ -131,6 +132,25 @@ TEST_CASE("GDN C ABI: workspace size and validation", "[gdn][capi]") {
     CHECK(workspaceBytes(&av, &n).err ==
           P + "q must be contiguous in its last dim (stride 1) with 16-byte aligned rows; got strides "
               "[51200, 512, 128, 2] for shape [1, 100, 4, 128]");
+  }
+  SECTION("max_seqlen: a bound for the plan, checked against the host offsets") {
+    std::vector<int64_t> offs = {0, 7, 7, 100};
+    ForwardParams pv = varlenParams(offs, DType::I64);
+    qla_gdn_forward_args av = cArgs(pv);
+    CHECK(av.max_seqlen == 0);
+    av.max_seqlen = 93;  // the longest sequence: 93 tokens
+    CHECK(workspaceBytes(&av, &n).rc == 0);
+    av.cu_seqlens_host = offs.data();
+    CHECK(workspaceBytes(&av, &n).rc == 0);
+    av.max_seqlen = 92;
+    CHECK(workspaceBytes(&av, &n).err == P + "sequence 2 has 93 tokens, more than max_seqlen = 92");
+    av.cu_seqlens_host = nullptr;  // without the offsets the bound is the caller's promise
+    CHECK(workspaceBytes(&av, &n).rc == 0);
+    av.max_seqlen = -1;
+    CHECK(workspaceBytes(&av, &n).err == P + "max_seqlen = -1 (a bound on the longest sequence; 0: none)");
+    a.max_seqlen = 64;
+    CHECK(workspaceBytes(&a, &n).err ==
+          P + "max_seqlen bounds the lengths of cu_seqlens' sequences, but cu_seqlens is not given");
   }
   SECTION("C++ messages pass through") {
     a.k.dtype = QLA_GDN_F16;

@@ -230,6 +230,33 @@ TEST_CASE("GDN schedule: varlen with known lengths plans for them, not for the w
   CHECK(gs.fused);
 }
 
+TEST_CASE("GDN schedule: a bound on the longest sequence replaces the worst case", "[gdn][schedule]") {
+  // Without the lengths the model hedges against one sequence holding every
+  // token (8 sequences, 8192 tokens at 16 heads: it splits, where 8 of 1024
+  // ran faster unsplit on the H200, see above). A bound of 1024 tokens
+  // (ForwardParams::max_seqlen, vLLM's max_query_len) rules that sequence
+  // out: no split, as with the lengths known.
+  MachineModel m;
+  ForwardShape hedged = shape(1, 8192, 16, 8);
+  CHECK(qla::gdn::forwardSchedule(hedged, m, 0, 0).split);
+  ForwardShape bounded = hedged;
+  bounded.maxChunks = 16;
+  const Schedule b = qla::gdn::forwardSchedule(bounded, m, 0, 0);
+  CHECK_FALSE(b.split);
+  CHECK(qla::gdn::describeSchedule(bounded, b).find("lengths unknown (at most 16 chunks each)") != std::string::npos);
+  // A bound as long as the whole batch is no bound: the same plan as none.
+  ForwardShape loose = hedged;
+  loose.maxChunks = 128;
+  const Schedule l = qla::gdn::forwardSchedule(loose, m, 0, 0), h = qla::gdn::forwardSchedule(hedged, m, 0, 0);
+  CHECK(l.split == h.split);
+  CHECK(l.segChunks == h.segChunks);
+  CHECK(l.fused == h.fused);
+  // Long sequences with a long bound still split (few heads: 4 of 8192 at 2/8 tokens).
+  ForwardShape longOnes = shape(1, 4 * 8192, 8, 4);
+  longOnes.maxChunks = 128;
+  CHECK(qla::gdn::forwardSchedule(longOnes, m, 0, 0).split);
+}
+
 TEST_CASE("GDN schedule: forcing a segment length", "[gdn][schedule]") {
   MachineModel m;
   Schedule s = qla::gdn::forwardSchedule(shape(2, 1000, 64), m, 3);

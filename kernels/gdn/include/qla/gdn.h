@@ -96,6 +96,13 @@ struct ForwardParams {
   // slice for these lengths (without it: for the worst case of the total).
   // Any plan is exact for any lengths the device then finds.
   const int64_t *cu_seqlens_host = nullptr;
+  // With cu_seqlens and no host copy, an optional bound on the longest
+  // sequence in tokens (vLLM's max_query_len; 0: none): the cost model then
+  // plans for sequences of at most this length rather than hedging against
+  // one that holds every token (which splits more than short sequences
+  // need). The plan stays exact for any lengths: a bound that is exceeded
+  // only costs speed. With cu_seqlens_host the lengths must respect it.
+  int64_t max_seqlen = 0;
   CUstream stream = nullptr;
   // Context parallelism: 0 lets the cost model choose whether to cut long
   // sequences into segments (KERNELS.md); -1 never cuts; n > 0 cuts them into

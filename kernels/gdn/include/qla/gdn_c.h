@@ -21,7 +21,7 @@
 extern "C" {
 #endif
 
-#define QLA_GDN_ABI_VERSION 9
+#define QLA_GDN_ABI_VERSION 10
 
 /* Dtype codes (the values of qla::DType). */
 enum { QLA_GDN_BF16 = 0, QLA_GDN_F16 = 1, QLA_GDN_F32 = 2, QLA_GDN_I32 = 3, QLA_GDN_I64 = 4 };
@@ -60,6 +60,8 @@ typedef struct qla_gdn_forward_args {
   int64_t checkpoint_every;     /* (ABI 9) prefix caching: the state every this many tokens (a multiple of
                                    64; 0: none) into the pool slots of checkpoint_slots */
   qla_gdn_tensor checkpoint_slots; /* (ABI 9) [N, M] i32: slot of sequence n's m-th such state (< 0: none) */
+  int64_t max_seqlen;           /* (ABI 10) with cu_seqlens and no host copy: a bound on the longest sequence in
+                                   tokens (vLLM's max_query_len) that the plan may assume; 0: none */
 } qla_gdn_forward_args;
 
 /* Specialization selector for qla_gdn_forward_warmup. */

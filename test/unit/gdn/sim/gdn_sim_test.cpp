@@ -881,7 +881,11 @@ std::pair<Problem, Data> sequencePrefix(const Problem &pb, const Data &d, int64_
 // prefix-caching states every ckptEvery tokens into slots of their own (M
 // = 2 per sequence, one of them -1), each against the float64 recurrence
 // of the sequence's prefix.
-void runPrefill(Problem pb, DType poolDt, bool split, bool kFirst = false, int64_t ckptEvery = 0) {
+// maxSeqlen < 0: the host copy of cu_seqlens is given (the plan for the
+// lengths); 0: none (the worst case); > 0: none, with that bound
+// (ForwardParams::max_seqlen).
+void runPrefill(Problem pb, DType poolDt, bool split, bool kFirst = false, int64_t ckptEvery = 0,
+                int64_t maxSeqlen = -1) {
   INFO(pb.name);
   pb.h0 = true;
   const int64_t T = pb.T, Hv = pb.Hv, K = pb.K, V = pb.V;
@@ -919,7 +923,8 @@ void runPrefill(Problem pb, DType poolDt, bool split, bool kFirst = false, int64
   if (!pb.offsets.empty()) {
     for (size_t i = 0; i < pb.offsets.size(); ++i) static_cast<int32_t *>(cu.buf.p)[i] = int32_t(pb.offsets[i]);
     cuHost = pb.offsets;
-    fp.cu_seqlens = cu.ref(), fp.cu_seqlens_host = cuHost.data();
+    fp.cu_seqlens = cu.ref(), fp.cu_seqlens_host = maxSeqlen < 0 ? cuHost.data() : nullptr;
+    fp.max_seqlen = std::max<int64_t>(maxSeqlen, 0);
   }
   if (split) fp.segment_chunks = 1;
   REQUIRE(qla::gdn::forwardConfig(fp).pool);
@@ -970,6 +975,12 @@ TEST_CASE("GDN prefill into a state pool on the simulator", "[gdn][sim][pool]") 
   pb.Hv = 2;
   pb.K = pb.V = 64;
   runPrefill(pb, DType::F32, false);
+  pb.name = "prefill varlen, no host copy of cu_seqlens (the worst case's plan)";
+  runPrefill(pb, DType::F32, false, false, 0, 0);
+  pb.name = "prefill varlen, no host copy, max_seqlen 125 (the longest)";
+  runPrefill(pb, DType::F32, false, false, 0, 125);
+  pb.name = "prefill varlen, no host copy, max_seqlen 64 (exceeded: slower, still exact)";
+  runPrefill(pb, DType::F32, false, false, 0, 64);
   pb.name = "prefill split segments, l2, bf16 pool";
   pb.l2norm = true;
   runPrefill(pb, DType::BF16, true);
