@@ -555,7 +555,7 @@ def prefill(q, k, v, g, beta, state_pool, initial_slots=None, final_slots=None, 
             cu_seqlens=None, use_qk_l2norm_in_kernel: bool = False, use_beta_sigmoid_in_kernel: bool = False,
             allow_neg_eigval: bool = False, use_gate_in_kernel: bool = False, A_log=None, dt_bias=None,
             state_pool_k_first: bool = False, checkpoint_every: int = 0, checkpoint_slots=None,
-            segment_chunks: int = 0, cu_seqlens_cpu=None, max_seqlen: int | None = None):
+            segment_chunks: int = 0, cu_seqlens_cpu=None, max_seqlen: int | None = None, out=None):
     """Prefill into a state pool (forward only; docs/gdn.md, "Serving"):
     chunk_gated_delta_rule's inputs, with the initial states read from and
     the final states written to the serving stacks' pool [slots, Hv, V, K]
@@ -573,7 +573,8 @@ def prefill(q, k, v, g, beta, state_pool, initial_slots=None, final_slots=None, 
     offsets, a CPU tensor) when given, or for sequences of at most
     max_seqlen tokens (vLLM's max_query_len: a bound the plan may assume;
     one that a sequence exceeds costs speed, not correctness; with
-    cu_seqlens_cpu it is checked)."""
+    cu_seqlens_cpu it is checked). out: an optional [B, T, Hv, V] tensor of
+    q's dtype that o is written into (vLLM's core_attn_out), returned."""
     import torch
 
     q, k, v, g, beta, _, cu_seqlens, cu_host = _inputs(q, k, v, g, beta, None, cu_seqlens, host_copy=False)
@@ -587,7 +588,9 @@ def prefill(q, k, v, g, beta, state_pool, initial_slots=None, final_slots=None, 
     dev = q.device
     B, T = q.shape[0], q.shape[1]
     Hv, V = v.shape[2], v.shape[3]
-    o = torch.empty((B, T, Hv, V), dtype=q.dtype, device=dev)
+    o = torch.empty((B, T, Hv, V), dtype=q.dtype, device=dev) if out is None else _as_tensor("out", out, dev)
+    if out is not None and not o.is_contiguous():
+        raise QlaError(f"{_OP}out must be contiguous (o is written into it)")
     lib = _lib()
     a = _new_args(lib, _Args, lib.qla_gdn_forward_args_init)
     for name, t in (("q", q), ("k", k), ("v", v), ("g", g), ("beta", beta), ("o", o)):
