@@ -11,11 +11,11 @@ qwen       transformers' ``Qwen3_5ForCausalLM`` (else ``Qwen3NextForCausalLM``;
            at B = 1, T = --seq-len. Checks: transformers bound FLA's op (not
            its torch fallback); QLA served every GDN call; the disabled step
            ran FLA's Triton GDN; loss rel. diff <= 2e-3 (half a bf16 ulp: the
-           loss averages T cross-entropies), logits rel. RMS <= 2e-2; every
+           loss averages T cross-entropies); the logits and every
            parameter gradient against a third step whose GDN calls run the
            float64 reference (test_gdn_forward.reference under autograd, the
            rest of the model as in the other two): QLA's rel. RMS error <=
-           max(--grad-bar, 1.25 x Triton's), so that gradients summed over
+           max(2e-2 for the logits or --grad-bar, 1.25 x Triton's), so that gradients summed over
            all tokens (A_log, dt_bias: dg times g over 8192 tokens, where
            QLA and Triton differ by 4-7e-2 from each other) are judged by
            which side is exact, not by their difference (QLA vs Triton is
@@ -268,8 +268,7 @@ def test_qwen(args, fla_op, calls, triton_bwd_trusted):
     d = abs(loss_q.item() - loss_t.item()) / abs(loss_t.item())
     record(f"loss matches (rel. diff <= {LOSS_BAR:g})", bool(torch.isfinite(loss_q)) and d <= LOSS_BAR,
            f"QLA {loss_q.item():.6f} Triton {loss_t.item():.6f} rel {d:.2e}")
-    e = rel(logits_q, logits_t)
-    record(f"logits match (rel. RMS <= {LOGITS_BAR:g})", e <= LOGITS_BAR, f"rel {e:.2e}")
+    e_qt = rel(logits_q, logits_t)
 
     errs, odd = compare_grads(gq, gt)
     top = sorted(errs.items(), key=lambda t: -nan_high(t[1]))[:5]
@@ -290,7 +289,7 @@ def test_qwen(args, fla_op, calls, triton_bwd_trusted):
         return
     mod.torch_chunk_gated_delta_rule = gdn64
     try:
-        loss_r, _ = step(model_r)
+        loss_r, logits_r = step(model_r)
     finally:
         mod.torch_chunk_gated_delta_rule = gdn_fn
     torch.cuda.synchronize()
@@ -302,6 +301,9 @@ def test_qwen(args, fla_op, calls, triton_bwd_trusted):
     print(f"  float64 arbiter: {len(ref_calls)} GDN calls in float64, loss {loss_r.item():.6f} "
           f"(QLA {abs(loss_q.item() - loss_r.item()) / abs(loss_r.item()):.1e}, "
           f"Triton {abs(loss_t.item() - loss_r.item()) / abs(loss_r.item()):.1e} rel.)")
+    elq, elt = rel(logits_q, logits_r), rel(logits_t, logits_r)
+    record(f"logits as exact as Triton's (rel. RMS vs float64 GDN <= max({LOGITS_BAR:g}, 1.25 x Triton's))",
+           elq <= max(LOGITS_BAR, 1.25 * elt), f"QLA {elq:.2e}, Triton {elt:.2e}; QLA vs Triton {e_qt:.2e}")
     bars = {n: max(args.grad_bar, 1.25 * et.get(n, 0.0)) for n in eq}
     bad = sorted((n for n, v in eq.items() if not v <= bars[n]), key=lambda n: -nan_high(eq[n]))
     top = sorted(eq.items(), key=lambda t: -nan_high(t[1]))[:5]
