@@ -7,13 +7,13 @@
 #      (FlashQLA's inputs), each step's kernels timed by torch.profiler
 #      (bench/gdn_trace.py --backward --profile): the six kernels; the fused
 #      kernel; the fused kernel with QLA_FRESH_ADDRESS_REGS=32; the fused
-#      kernel with QLA_SMEM_PTR64=1 (tiles as the 64-bit pointers of before
-#      2026-12-05: more spills);
+#      kernel with QLA_SMEM_PTR32=1 (tiles as 32-bit shared addresses: fewer
+#      spills, 796 against 1 024 bytes);
 #   2. the fused kernel's roles traced at 16/32 8 x 1024 (QLA_TRACE: each
 #      role's step and waits);
 #   3. the forward alone at 16/32 1 x 8192, 16/64 1 x 32768 and 4/16 8 x 1024,
-#      default against QLA_SMEM_PTR64=1 (the 32-bit tile pointers must not
-#      slow it).
+#      default against QLA_SMEM_PTR32=1 (the whole-head fused forward spills
+#      24-28 bytes with 32-bit tile pointers: does it slow down?).
 # Each variant is a compile option, so each runs in a process of its own.
 #
 # usage: scripts/diagnose_bwd_fused.sh [--warm] [--logs DIR]
@@ -31,7 +31,7 @@ done
 cd "$(dirname "$0")/.."
 export PYTHONPATH="${PYTHONPATH:-python}" QLA_LIBRARY="${QLA_LIBRARY:-$PWD/build/compiler/libqla.so}"
 variants=("QLA_GDN_BWD_FUSED=0" "QLA_GDN_BWD_FUSED=1" "QLA_GDN_BWD_FUSED=1 QLA_FRESH_ADDRESS_REGS=32"
-          "QLA_GDN_BWD_FUSED=1 QLA_SMEM_PTR64=1")
+          "QLA_GDN_BWD_FUSED=1 QLA_SMEM_PTR32=1")
 if ((warm)); then
   # The kernels of these calls: bf16, varlen int32 offsets, an initial state, the final state and its gradient.
   code='import qla.gdn as G
@@ -40,7 +40,7 @@ G.warmup("bf16", 128, 128, varlen=True, cu_dtype="i32", initial_state=True, outp
     echo "warm: $v"
     env $v python3 -c "$code" || exit 1
   done
-  env QLA_SMEM_PTR64=1 python3 -c "$code" || exit 1
+  env QLA_SMEM_PTR32=1 python3 -c "$code" || exit 1
   exit 0
 fi
 mkdir -p "$logs"
@@ -54,7 +54,7 @@ echo "== trace: 16/32 8x1024, fused" | tee "$logs/trace.txt"
 env QLA_GDN_BWD_FUSED=1 timeout 150 python3 -u bench/gdn_trace.py 16/32 8x1024 --backward --fused-bwd --calls 3 \
   --trace "$logs/fused.trace" 2>&1 | grep -v Warning | tee -a "$logs/trace.txt" | head -60
 for row in "16/32 1x8192" "16/64 1x32768" "4/16 8x1024"; do
-  for v in "QLA_SMEM_PTR64=0" "QLA_SMEM_PTR64=1"; do
+  for v in "QLA_SMEM_PTR32=0" "QLA_SMEM_PTR32=1"; do
     echo "== forward $row $v"
     env $v timeout 90 python3 -u bench/gdn_trace.py $row --calls 30 2>&1 | grep -v Warning
   done

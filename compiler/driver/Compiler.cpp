@@ -78,7 +78,7 @@ bool lowerAndEmit(mlir::MLIRContext &ctx, mlir::ModuleOp mod, const CompileOptio
   eo.tmaStores = options.tmaStores;
   eo.trace = options.trace;
   eo.freshAddressRegs = options.freshAddressRegs;
-  eo.sharedPointers64 = options.sharedPointers64;
+  eo.sharedPointers32 = options.sharedPointers32;
   if (mlir::failed(compiler::emitCuda(fn, ek, eo))) return false;
   out.cuda = std::move(ek.source);
   out.info = std::move(ek.info);

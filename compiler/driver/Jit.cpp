@@ -79,7 +79,7 @@ JitKernel jitCompileString(const std::string &source, const std::string &filenam
   co.partialWaits = options.partialWaits || partialWaitsFromEnvironment();
   co.trace = options.trace || traceFromEnvironment();
   co.freshAddressRegs = freshAddressRegsFromEnvironment(options.freshAddressRegs);
-  co.sharedPointers64 = options.sharedPointers64 || flagFromEnvironment("QLA_SMEM_PTR64");
+  co.sharedPointers32 = options.sharedPointers32 || flagFromEnvironment("QLA_SMEM_PTR32");
   co.includeDirs = options.includeDirs;
   co.includeLookup = options.includeLookup;
   CompiledKernel ck;

@@ -17,7 +17,7 @@ namespace qla::compiler {
 
 LogicalResult emitCuda(func::FuncOp fn, EmittedKernel &out, const EmitOptions &options) {
   Emitter e(fn, out.info, options.lineDirectives, options.tmaStores, options.trace, options.freshAddressRegs,
-            options.sharedPointers64);
+            options.sharedPointers32);
   if (failed(e.emitKernel())) return failure();
   out.source = e.takeSource();
   return success();

@@ -29,8 +29,8 @@ struct EmitOptions {
   bool trace = false;
   // CompileOptions::freshAddressRegs.
   int freshAddressRegs = 128;
-  // CompileOptions::sharedPointers64.
-  bool sharedPointers64 = false;
+  // CompileOptions::sharedPointers32.
+  bool sharedPointers32 = false;
 };
 
 // Fails with an error at the offending op (through the MLIR diagnostic

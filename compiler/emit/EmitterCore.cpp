@@ -467,7 +467,7 @@ LogicalResult Emitter::emitOpCode(Operation *op) {
     if (!a.getOffset()) return op->emitOpError("has no arena offset (run qla-assign-resources)");
     std::string t = dtypeCType(a.getType().getElementType());
     std::string n = fresh(prefixFor(res(), "smem"));
-    if (sharedPointers64_) line(fmt::format("{0}* const {1} = reinterpret_cast<{0}*>(qla_smem + {2});", t, n, *a.getOffset()));
+    if (!sharedPointers32_) line(fmt::format("{0}* const {1} = reinterpret_cast<{0}*>(qla_smem + {2});", t, n, *a.getOffset()));
     else line(fmt::format("const qla::dev::sptr<{}> {}(qla_smem_base + {}u);", t, n, *a.getOffset()));
     bind(res(), n);
     return success();
@@ -506,7 +506,7 @@ LogicalResult Emitter::emitOpCode(Operation *op) {
     std::string ty = dtypeCType(t.getElementType());
     std::string n = fresh(prefixFor(res(), prefixFor(s.getBuffer(), "slot")));
     line(fmt::format("{} {} = {} + {} * {};",
-                     sharedPointers64_ ? ty + "* const" : fmt::format("const qla::dev::sptr<{}>", ty), n,
+                     sharedPointers32_ ? fmt::format("const qla::dev::sptr<{}>", ty) : ty + "* const", n,
                      name(s.getBuffer()), name(s.getSlot()), t.getNumElements()));
     bind(res(), n);
     return success();
@@ -867,8 +867,8 @@ LogicalResult Emitter::emitKernel() {
   s += "  extern __shared__ __align__(1024) unsigned char qla_smem_raw[];\n";
   s += "  unsigned char* const qla_smem = qla_smem_raw;\n";
   s += "  if (qla::dev::smem_u32(qla_smem_raw) & 1023u) __trap();  // the arena must start 1024-aligned\n";
-  // Tiles are 32-bit shared addresses from here (qla/device/smem_ptr.cuh).
-  s += "  const qla::dev::u32 qla_smem_base = qla::dev::smem_u32(qla_smem_raw);\n";
+  // With sharedPointers32 tiles are 32-bit shared addresses from here (qla/device/smem_ptr.cuh).
+  if (sharedPointers32_) s += "  const qla::dev::u32 qla_smem_base = qla::dev::smem_u32(qla_smem_raw);\n";
   s += "  const int qla_wg = qla::dev::warpgroup_index();\n";
   s += "  const int qla_warp = qla::dev::warp_index_in_warpgroup();\n";
   s += "  const int qla_lane = qla::dev::lane_index();\n";

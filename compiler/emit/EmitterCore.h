@@ -24,9 +24,9 @@ Swizzle swizzleOf(unsigned bytes);
 class Emitter {
  public:
   Emitter(mlir::func::FuncOp fn, KernelInfo &info, bool lineDirectives = false, bool tmaStores = true,
-          bool trace = false, int freshAddressRegs = 128, bool sharedPointers64 = false)
+          bool trace = false, int freshAddressRegs = 128, bool sharedPointers32 = false)
       : fn_(fn), info_(info), lineDirectives_(lineDirectives), tmaStores_(tmaStores), trace_(trace),
-        freshAddressRegs_(freshAddressRegs), sharedPointers64_(sharedPointers64) {}
+        freshAddressRegs_(freshAddressRegs), sharedPointers32_(sharedPointers32) {}
   mlir::LogicalResult emitKernel();
   std::string takeSource() { return std::move(source_); }
 
@@ -168,7 +168,7 @@ class Emitter {
   // each site id ("id kind role file:line what").
   bool trace_ = false;
   int freshAddressRegs_ = 128;  // EmitOptions::freshAddressRegs
-  bool sharedPointers64_ = false;  // EmitOptions::sharedPointers64
+  bool sharedPointers32_ = false;  // EmitOptions::sharedPointers32
   std::vector<std::string> traceSites_;
   std::string roleName_ = "block";
   // The code that records an event at a new site (empty without tracing).

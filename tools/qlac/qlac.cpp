@@ -38,8 +38,8 @@ const char *kUsage =
     "  --fresh-address-regs=N a shared <-> fragment copy of a fragment of N or more\n"
     "                         registers a thread computes its addresses in the copy\n"
     "                         (default 128; QLA_FRESH_ADDRESS_REGS=N for JIT)\n"
-    "  --smem-ptr64           shared tiles as 64-bit generic pointers, not 32-bit\n"
-    "                         shared addresses (A/B timing; QLA_SMEM_PTR64=1 for JIT)\n"
+    "  --smem-ptr32           shared tiles as 32-bit shared addresses, not 64-bit\n"
+    "                         generic pointers (QLA_SMEM_PTR32=1 for JIT)\n"
     "  --partial-waits        sink shared wgmma waits to the first use of each\n"
     "                         product and wait for only the groups it needs\n"
     "                         (wgmma.wait_group N; QLA_PARTIAL_WAITS=1 for JIT)\n"
@@ -123,8 +123,8 @@ int main(int argc, char **argv) {
       const long n = std::strtol(v.c_str(), &end, 10);
       if (v.empty() || *end || n < 1 || n > 1024) return fail("--fresh-address-regs needs a register count");
       opts.freshAddressRegs = int(n);
-    } else if (a == "--smem-ptr64") {
-      opts.sharedPointers64 = true;
+    } else if (a == "--smem-ptr32") {
+      opts.sharedPointers32 = true;
     } else if (a == "--trace") {
       opts.trace = true;
     } else if (a == "--no-tma-stores") {

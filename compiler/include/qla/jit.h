@@ -46,8 +46,8 @@ struct JitOptions {
   bool trace = false;
   // CompileOptions::freshAddressRegs; QLA_FRESH_ADDRESS_REGS=N overrides it.
   int freshAddressRegs = 128;
-  // CompileOptions::sharedPointers64; also turned on by QLA_SMEM_PTR64=1.
-  bool sharedPointers64 = false;
+  // CompileOptions::sharedPointers32; also turned on by QLA_SMEM_PTR32=1.
+  bool sharedPointers32 = false;
   // CompileOptions::includeDirs and includeLookup (`include "NAME"`);
   // jitCompileFile puts the file's own folder first.
   std::vector<std::string> includeDirs;

@@ -42,11 +42,14 @@ struct CompileOptions {
   // section 5), unmeasured on a GPU. QLA_FRESH_ADDRESS_REGS=N sets it for JIT
   // compiles (the CUDA text, hence the cache key, changes).
   int freshAddressRegs = 128;
-  // Shared tiles as generic 64-bit pointers (the emitter before 2026-12-05)
-  // instead of 32-bit shared addresses (qla::dev::sptr, the default): for
-  // A/B timing on a GPU. QLA_SMEM_PTR64=1 sets it for JIT compiles (the CUDA
-  // text, hence the cache key, changes).
-  bool sharedPointers64 = false;
+  // Shared tiles as 32-bit shared addresses (qla::dev::sptr,
+  // qla/device/smem_ptr.cuh) instead of generic 64-bit pointers, which NVRTC
+  // keeps 64 bits wide: the fused GDN backward spills about a fifth less
+  // (kernels/gdn/KERNELS.md, section 5), but the whole-head fused forward
+  // spills 24-28 bytes where it spilled none, so it stays off until a GPU
+  // times both. QLA_SMEM_PTR32=1 sets it for JIT compiles (the CUDA text,
+  // hence the cache key, changes).
+  bool sharedPointers32 = false;
   // Where `include "NAME"` finds NAME: first NAME under each folder of
   // includeDirs, in order, then includeLookup(NAME) (files in memory, such as
   // a kernel family's embedded sources; null: none). qlac and jitCompileFile

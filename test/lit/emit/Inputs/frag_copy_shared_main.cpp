@@ -10,7 +10,7 @@
 //     Elem(X) exactly: X itself for f32, X rounded to nearest even for bf16;
 //   - nothing is written past the arena (its `// smem` size).
 // Usage: sim cu=KERNEL.cu rows=ROWS cols=COLS swizzle=S: the emitted kernel's
-// text (for its tiles' arena offsets: `const qla::dev::sptr<T> name(qla_smem_base + Nu);`
+// text (for its tiles' arena offsets: `reinterpret_cast<T*>(qla_smem + N);`
 // lines, in order), the tiles' shape and the swizzle that the RUN line
 // expects layout inference to pick for them.
 
@@ -76,9 +76,12 @@ int main(int argc, char **argv) {
       std::fprintf(stderr, "cannot read %s\n", cu.c_str());
       return 2;
     }
-    const char *const key = "(qla_smem_base + ";
+    // A tile's declaration: `T* const name = reinterpret_cast<T*>(qla_smem + N);`, or with
+    // --smem-ptr32 `reinterpret_cast<T*>(qla_smem + N);`.
+    const bool ptr32 = std::getenv("QLA_LIT_SMEM_PTR32") != nullptr;
+    const char *const key = ptr32 ? "(qla_smem_base + " : "*>(qla_smem + ";
     for (char line[4096]; std::fgets(line, sizeof line, in);)
-      if (const char *k = std::strstr(line, key); k && std::strstr(line, "qla::dev::sptr<"))
+      if (const char *k = std::strstr(line, key); k && std::strstr(line, ptr32 ? "qla::dev::sptr<" : "reinterpret_cast<"))
         offsets.push_back(unsigned(std::atoi(k + std::strlen(key))));
     std::fclose(in);
   }

@@ -74,9 +74,12 @@ int main(int argc, char **argv) {
       std::fprintf(stderr, "cannot read %s\n", cu.c_str());
       return 2;
     }
-    const char *const key = "(qla_smem_base + ";
+    // A tile's declaration: `T* const name = reinterpret_cast<T*>(qla_smem + N);`, or with
+    // --smem-ptr32 `reinterpret_cast<T*>(qla_smem + N);`.
+    const bool ptr32 = std::getenv("QLA_LIT_SMEM_PTR32") != nullptr;
+    const char *const key = ptr32 ? "(qla_smem_base + " : "*>(qla_smem + ";
     for (char line[4096]; std::fgets(line, sizeof line, in);)
-      if (const char *k = std::strstr(line, key); k && std::strstr(line, "qla::dev::sptr<"))
+      if (const char *k = std::strstr(line, key); k && std::strstr(line, ptr32 ? "qla::dev::sptr<" : "reinterpret_cast<"))
         offsets.push_back(unsigned(std::atoi(k + std::strlen(key))));
     std::fclose(in);
   }
