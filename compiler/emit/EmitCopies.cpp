@@ -397,7 +397,7 @@ LogicalResult Emitter::emitCopy(CopyOp op) {
     line(fmt::format("if ({} % 2 == 0) {{", l.reg));
     ++indent_;
     std::string vt = te.isF32() ? "float2" : "qla::dev::u32";
-    // The pair's bits as one load or store (smem_get / smem_put: 32-bit shared addresses).
+    // The pair's bits as one load or store (smem_get / smem_put take a plain pointer and a sptr alike).
     std::string ref = fmt::format("qla::dev::smem_get<{}>({}, {})", vt, tn, idx);
     auto put = [&](const std::string &v) { return fmt::format("qla::dev::smem_put<{}>({}, {}, {});", vt, tn, idx, v); };
     const bool same16 = is16(te) && fe == te;  // packed registers move as they are

@@ -610,9 +610,7 @@ def prefill(q, k, v, g, beta, state_pool, initial_slots=None, final_slots=None, 
     a.checkpoint_every = int(checkpoint_every)
     a.segment_chunks = int(segment_chunks)
     if max_seqlen is not None:
-        if cu_seqlens is None:
-            raise QlaError(f"{_OP}max_seqlen bounds the lengths of cu_seqlens' sequences, which is not given")
-        a.max_seqlen = int(max_seqlen)
+        a.max_seqlen = int(max_seqlen)  # validated by the library (needs cu_seqlens; checked against cu_seqlens_cpu)
     if cu_seqlens is not None:
         _fill(a.cu_seqlens, "cu_seqlens", cu_seqlens)
     if cu_host is not None:

@@ -4,8 +4,9 @@
 // NVRTC's NVVM keeps shared-memory pointers 64 bits wide (nvcc's does not: it
 // uses 32-bit shared addresses), so a kernel compiled at run time spends two
 // registers on every tile pointer and 64-bit arithmetic on every address:
-// in the fused GDN backward, ptxas spilled 1024 bytes a thread that way
-// against 692 with nvcc's 32-bit pointers (CUDA 13.0, 2026-12-05). A
+// in one 512-thread warp-specialized kernel, ptxas spilled 1024 bytes a
+// thread that way against 692 with nvcc's 32-bit pointers (CUDA 13.0,
+// 2026-12-05). A
 // sptr<T> is a u32 shared address; element reads and writes go through
 // ld.shared / st.shared with that address, and it converts to a generic T*
 // for the primitives that take one (TMA, wgmma descriptors, ldmatrix), which

@@ -194,3 +194,22 @@ int compareBuffers(const Tensor<T> &got, const std::vector<T> &want) {
   }
   return bad;
 }
+
+// The arena offsets of the kernel's shared tiles, read from its emitted CUDA
+// (cu): each tile's declaration, `T* const name = reinterpret_cast<T*>(qla_smem
+// + N);`, or with --smem-ptr32 (QLA_LIT_SMEM_PTR32 set for the run) `const
+// qla::dev::sptr<T> name(qla_smem_base + Nu);`. False if cu cannot be read.
+static bool qla_sim_tile_offsets(const std::string &cu, std::vector<unsigned> &offsets) {
+  std::FILE *in = std::fopen(cu.c_str(), "r");
+  if (!in) {
+    std::fprintf(stderr, "cannot read %s\n", cu.c_str());
+    return false;
+  }
+  const bool ptr32 = std::getenv("QLA_LIT_SMEM_PTR32") != nullptr;
+  const char *const key = ptr32 ? "(qla_smem_base + " : "*>(qla_smem + ";
+  for (char line[4096]; std::fgets(line, sizeof line, in);)
+    if (const char *k = std::strstr(line, key); k && std::strstr(line, ptr32 ? "qla::dev::sptr<" : "reinterpret_cast<"))
+      offsets.push_back(unsigned(std::atoi(k + std::strlen(key))));
+  std::fclose(in);
+  return true;
+}

@@ -68,21 +68,7 @@ int main(int argc, char **argv) {
     }
 
   std::vector<unsigned> offsets;
-  {
-    std::FILE *in = std::fopen(cu.c_str(), "r");
-    if (!in) {
-      std::fprintf(stderr, "cannot read %s\n", cu.c_str());
-      return 2;
-    }
-    // A tile's declaration: `T* const name = reinterpret_cast<T*>(qla_smem + N);`, or with
-    // --smem-ptr32 `reinterpret_cast<T*>(qla_smem + N);`.
-    const bool ptr32 = std::getenv("QLA_LIT_SMEM_PTR32") != nullptr;
-    const char *const key = ptr32 ? "(qla_smem_base + " : "*>(qla_smem + ";
-    for (char line[4096]; std::fgets(line, sizeof line, in);)
-      if (const char *k = std::strstr(line, key); k && std::strstr(line, ptr32 ? "qla::dev::sptr<" : "reinterpret_cast<"))
-        offsets.push_back(unsigned(std::atoi(k + std::strlen(key))));
-    std::fclose(in);
-  }
+  if (!qla_sim_tile_offsets(cu, offsets)) return 2;
   const unsigned ntiles = unsigned(offsets.size());
   const long long tileBytes = rows * cols * eb;
   std::memset(qla_smem_raw, 0x5A, QLA_SMEM_BYTES + kSimSmemGuard);
