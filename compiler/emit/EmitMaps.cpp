@@ -132,10 +132,9 @@ LogicalResult Emitter::emitParallel(ParallelOp op) {
   if (!driver)
     for (Operation &o : body)
       if (auto p = dyn_cast<SlotPickOp>(o); p && p.getTile().getType().getShape().size() == ext.size()) {
-        auto t = p.getTile().getType();
         const int64_t wg = group().end - group().begin + 1;
-        if (ext.size() == 2 && t.getShape()[0] % (64 * wg) == 0 && t.getShape()[1] % 8 == 0)
-          driver = FragType::get(op.getContext(), t.getShape(), Float32Type::get(op.getContext()), FragType::Acc, wg);
+        if (ext.size() == 2 && ext[0] % (64 * wg) == 0 && ext[1] % 8 == 0)
+          driver = FragType::get(op.getContext(), ext, Float32Type::get(op.getContext()), FragType::Acc, wg);
         break;
       }
   if (!driver) return op.emitOpError("a map must access at least one fragment of its full rank");
@@ -168,22 +167,28 @@ LogicalResult Emitter::emitParallel(ParallelOp op) {
   const bool freshIds = llvm::any_of(body, [](Operation &o) { return isa<SlotPickOp>(o); });
   if (freshIds) openFreshIds();
   // A slot tile read at the map's own (row, col) over an accumulator
-  // layout: a register pair's two columns are neighbours in shared memory
-  // (in one 16-byte chunk under every swizzle), so the pair is read by one
-  // 32-bit (64-bit for f32) load at the even register and its second half
-  // kept for the odd one: half the loads and half the addresses.
-  llvm::DenseMap<Operation *, std::string> pairedPicks;
+  // layout, or at a constant offset (r, c) from it with c even: a register
+  // pair's two columns are neighbours in shared memory (in one 16-byte chunk
+  // under every swizzle), so the pair is read by one 32-bit (64-bit for f32)
+  // load at the even register and its second half kept for the odd one:
+  // half the loads and half the addresses.
+  struct Pair {
+    std::string v;
+    int64_t r, c;
+  };
+  llvm::DenseMap<Operation *, Pair> pairedPicks;
   if (ext.size() == 2 && driver.getLayout() == FragType::Acc && FragLayout::of(driver).pairsColumns())
     for (Operation &o : body) {
       auto p = dyn_cast<SlotPickOp>(o);
-      if (!p || p.getIndices().size() != 2 || p.getIndices()[0] != body.getArgument(0) ||
-          p.getIndices()[1] != body.getArgument(1))
-        continue;
+      if (!p || p.getIndices().size() != 2) continue;
+      std::optional<int64_t> r = mapIndexOffset(p.getIndices()[0], body, 0),
+                             c = mapIndexOffset(p.getIndices()[1], body, 1);
+      if (!r || !c || *c % 2 != 0) continue;
       Type et = p.getTile().getType().getElementType();
       if (!et.isBF16() && !et.isF16() && !et.isF32()) continue;
       std::string v = fresh("qla_pair");
       line(fmt::format("{} {};", et.isF32() ? "float2" : "qla::dev::u32", v));
-      pairedPicks[p] = v;
+      pairedPicks[p] = {v, *r, *c};
     }
   RegLoop l = openRegLoop(driver, idxNames);
   for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
@@ -200,9 +205,11 @@ LogicalResult Emitter::emitParallel(ParallelOp op) {
       auto p = cast<SlotPickOp>(o);
       auto t = p.getTile().getType();
       Type et = t.getElementType();
-      const std::string &v = it->second;
+      const std::string &v = it->second.v;
+      auto plus = [](const std::string &i, int64_t c) { return c ? fmt::format("({} + {})", i, c) : i; };
       line(fmt::format("if ({} % 2 == 0) {} = qla::dev::smem_get<{}>({}, {});", l.reg, v,
-                       et.isF32() ? "float2" : "qla::dev::u32", name(p.getTile()), smemIndex(t, l.idx[0], l.idx[1])));
+                       et.isF32() ? "float2" : "qla::dev::u32", name(p.getTile()),
+                       smemIndex(t, plus(l.idx[0], it->second.r), plus(l.idx[1], it->second.c))));
       const std::string lo = et.isF32() ? v + ".x" : fmt::format("qla::dev::unpack_{}x2_lo({})", pfx(et), v);
       const std::string hi = et.isF32() ? v + ".y" : fmt::format("qla::dev::unpack_{}x2_hi({})", pfx(et), v);
       declare(p.getResult(), "float", fmt::format("({} % 2 == 0) ? {} : {}", l.reg, lo, hi), "pick");

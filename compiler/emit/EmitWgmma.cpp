@@ -40,7 +40,7 @@ LogicalResult Emitter::emitWgmma(WgmmaOp op) {
   bool ta = op.getTransA(), tb = op.getTransB();
   Type et = b.getElementType();
   int64_t elt = elementBytes(et);
-  auto bs = b.getShape();
+  auto bs = gemmOperandShape(b.getShape(), op.getBBox());
   int64_t K = tb ? bs[1] : bs[0];
 
   // Shared operands: one descriptor per operand at its origin (the
@@ -61,9 +61,19 @@ LogicalResult Emitter::emitWgmma(WgmmaOp op) {
                                   swzCode(S)),
                       "desc");
   };
-  auto advance = [&](const std::string &base, SharedType t, bool mnMajor, int64_t row, int64_t k) {
+  // (row, k): the M (A) or N (B) index and the K index of one instruction's
+  // corner in the operand; a sub-tile's box [r0, c0, ...] moves it in the
+  // tile's own (row, column) coordinates (K-major: rows are M/N, columns K;
+  // MN-major: rows K, columns M/N). qla-lower-to-qlanv checked that the box
+  // keeps every corner on a k16 step, an 8-row period and (MN) a panel.
+  auto advance = [&](const std::string &base, SharedType t, bool mnMajor, int64_t row, int64_t k,
+                     std::optional<ArrayRef<int64_t>> box) {
     unsigned S = t.getSwizzle();
     int64_t E = S / elt, rows = t.getShape()[0];
+    if (box) {
+      row += mnMajor ? (*box)[1] : (*box)[0];
+      k += mnMajor ? (*box)[0] : (*box)[1];
+    }
     int64_t bytes = mnMajor ? (row / E) * rows * S + k * S : (k / E) * rows * S + (k % E) * elt + row * S;
     return bytes == 0 ? base : fmt::format("qla::dev::wgmma_desc_advance({}, {})", base, bytes);
   };
@@ -78,9 +88,9 @@ LogicalResult Emitter::emitWgmma(WgmmaOp op) {
     std::string acc = fmt::format("*reinterpret_cast<float(*)[{}]>(&{}[{}])", N / 2, cn, m * (N / 2));
     for (int64_t k = 0; k < K; k += 16) {
       std::string scale = (!op.getAccumulate() && k == 0) ? "0" : "1";
-      std::string db = advance(dbase, b, !tb, 0, k);
+      std::string db = advance(dbase, b, !tb, 0, k, op.getBBox());
       if (sa) {
-        std::string da = advance(abase, sa, ta, m * 64, k);  // A in shared memory
+        std::string da = advance(abase, sa, ta, m * 64, k, op.getABox());  // A in shared memory
         line(fmt::format("qla::dev::wgmma_ss_{}<{}, {}, {}>({}, {}, {}, {});", kind, N, ta ? 1 : 0, tb ? 0 : 1, acc, da,
                          db, scale));
       } else {

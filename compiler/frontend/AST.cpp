@@ -168,6 +168,11 @@ const char *assignOpStr(AssignOp op) {
 TensorArgDecl *TileRef::tensor() const { return sliced ? as<TensorArgDecl>(decl) : nullptr; }
 TileDecl *TileRef::tile() const { return sliced ? nullptr : as<TileDecl>(decl); }
 
+std::vector<int64_t> GemmOperand::shape() const {
+  if (sliced()) return {box[2], box[3]};
+  return decl ? decl->shape : std::vector<int64_t>{};
+}
+
 const ParamDecl *KernelDecl::findParam(const std::string &n) const {
   for (const auto &p : params)
     if (p->name == n) return p.get();
@@ -449,8 +454,14 @@ class Dumper {
     }
     case StmtKind::Gemm: {
       auto &x = static_cast<const GemmStmt &>(s);
-      line(ind, x.target + (x.accumulate ? " += " : " = ") + "gemm(" + x.a.name + (x.a.transposed ? "^T" : "") +
-                    ", " + x.b.name + (x.b.transposed ? "^T" : "") + ") m=" + std::to_string(x.m) +
+      auto operand = [](const GemmOperand &o) {
+        std::string r = o.name;
+        if (o.sliced())
+          r += "[" + std::to_string(o.box[0]) + " :+ " + std::to_string(o.box[2]) + ", " + std::to_string(o.box[1]) +
+               " :+ " + std::to_string(o.box[3]) + "]";
+        return r + (o.transposed ? "^T" : "");
+      };
+      line(ind, x.target + (x.accumulate ? " += " : " = ") + "gemm(" + operand(x.a) + ", " + operand(x.b) + ") m=" + std::to_string(x.m) +
                     " n=" + std::to_string(x.n) + " k=" + std::to_string(x.k));
       return;
     }

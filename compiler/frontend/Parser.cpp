@@ -844,10 +844,29 @@ class Parser {
     fail(cur().loc, "expected '=', '+=', '-=', '*=' or '[' after '" + n.text + "', found " + found());
   }
 
+  // NAME [ "[" r0 :+ nr "," c0 :+ nc "]" ] [ "^T" ]: a tile or a sub-tile of a
+  // shared tile, transposed after slicing (NAME^T[...] is refused: the box is
+  // in the tile's own coordinates).
   void parseOperand(GemmOperand &o) {
     Token n = expectIdent("a gemm operand (a tile name)");
     o.name = n.text;
     o.loc = n.loc;
+    o.transposed = accept(Tok::CaretT);
+    if (!at(Tok::LBracket)) return;
+    if (o.transposed)
+      fail(cur().loc, "slice a gemm operand before transposing it: write " + o.name + "[...]^T, not " + o.name + "^T[...]");
+    take();
+    do {
+      Slice s;
+      s.loc = cur().loc;
+      s.start = parseExpr();
+      if (!accept(Tok::ColonPlus))
+        fail(cur().loc, "a gemm operand's slice has two range components (start :+ extent), found " + found());
+      s.extent = parseExpr();
+      if (at(Tok::KwUntil)) fail(cur().loc, "'until' bounds a global slice, not a gemm operand's sub-tile");
+      o.slices.push_back(std::move(s));
+    } while (accept(Tok::Comma));
+    expect(Tok::RBracket, "to close the operand's slice");
     o.transposed = accept(Tok::CaretT);
   }
 

@@ -119,6 +119,9 @@ class Sema {
   void foldFloat(Expr &e, double v, const SourceLoc &loc);
   // The parallel index dim a fragment index refers to, or -1.
   int parallelDimOf(const Expr &index) const;
+  // The constant c of a slot tile's index `v + c` / `c + v` (0 for `v`),
+  // v the parallel block's variable of dim `dim`; nullopt for anything else.
+  std::optional<int64_t> parallelOffsetOf(const Expr &index, int dim) const;
 
   Module &module_;
   const std::map<std::string, std::string> &defines_;

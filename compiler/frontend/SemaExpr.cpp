@@ -511,6 +511,15 @@ int Sema::parallelDimOf(const Expr &index) const {
   return v->parallelDim;
 }
 
+std::optional<int64_t> Sema::parallelOffsetOf(const Expr &index, int dim) const {
+  if (parallelDimOf(index) == dim) return 0;
+  auto *b = as<BinaryExpr>(&index);
+  if (!b || b->op != BinaryOp::Add || !b->lhs || !b->rhs) return std::nullopt;
+  for (auto [v, c] : {std::pair{b->lhs.get(), b->rhs.get()}, std::pair{b->rhs.get(), b->lhs.get()}})
+    if (parallelDimOf(*v) == dim && c->value && c->type == ScalarType::Int) return c->value->i;
+  return std::nullopt;
+}
+
 void Sema::checkElem(ElemExpr &e) {
   e.type = ScalarType::Unknown;
   for (auto &i : e.indices) checkExpr(i);
@@ -676,22 +685,32 @@ void Sema::checkSlotPick(SlotPickExpr &e) {
     return;
   }
   if (!ok) return;
-  // Inside a parallel block: the element at the block's own position, read
-  // per element (the tile's shape is the block's, indexed in order).
+  // Inside a parallel block: the element at the block's own position, or
+  // at a constant offset from it (`ks[i, kk + 64]`: a block over a part of
+  // the tile), read per element (indexed by the block's variables in order).
   if (ctx_.parallel) {
     const std::vector<int64_t> &ps = ctx_.parallel->shape;
     if (ps.empty()) return;  // already reported
-    if (ts != ps) {
+    if (ts.size() != ps.size()) {
       error(e.loc, "slot tile '" + e.name + "' has shape " + shapeString(ts) + " but the parallel block iterates over " +
-                       shapeString(ps) + " (a slot tile is read at the block's own position)");
+                       shapeString(ps) + " (a slot tile is read at the block's own position, or at a constant offset from it)");
       return;
     }
-    for (size_t k = 0; k < ts.size(); ++k)
-      if (parallelDimOf(*e.indices[k]) != int(k)) {
+    for (size_t k = 0; k < ts.size(); ++k) {
+      std::optional<int64_t> off = parallelOffsetOf(*e.indices[k], int(k));
+      if (!off) {
         error(e.indices[k]->loc, "inside a parallel block, slot tile '" + e.name +
-                                     "' is indexed by the block's index variables, in order");
+                                     "' is indexed by the block's index variables, in order (each plus a constant, "
+                                     "if any: i + 64)");
         return;
       }
+      if (*off < 0 || *off + ps[k] > ts[k]) {
+        error(e.indices[k]->loc, "slot tile '" + e.name + "' has extent " + std::to_string(ts[k]) + " in dim " +
+                                     std::to_string(k) + " but the parallel block reads " + std::to_string(*off) +
+                                     " .. " + std::to_string(*off + ps[k] - 1) + " there");
+        return;
+      }
+    }
   }
   for (size_t k = 0; k < ts.size(); ++k) {
     const Expr &i = *e.indices[k];

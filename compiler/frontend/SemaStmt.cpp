@@ -467,6 +467,38 @@ TileDecl *Sema::resolveOperand(GemmOperand &o, const char *which) {
     error(o.loc, "fragment operand '" + o.name + "' cannot be transposed");
     return nullptr;
   }
+  if (o.sliced()) {
+    if (t->space() != MemSpace::Shared) {
+      error(o.loc, "fragment operand '" + o.name + "' cannot be sliced (only a shared tile's sub-tile is a gemm operand)");
+      return nullptr;
+    }
+    if (o.slices.size() != 2) {
+      error(o.slices[0].loc, "a gemm operand's slice has 2 components (rows, columns), got " +
+                                 std::to_string(o.slices.size()));
+      return nullptr;
+    }
+    bool ok = true;
+    for (int i = 0; i < 2; ++i) {
+      Slice &sl = o.slices[i];
+      auto st = constInt(sl.start, "the start of a gemm operand's slice");
+      auto ex = constInt(sl.extent, "the extent of a gemm operand's slice", /*positive=*/true);
+      if (!st || !ex) {
+        ok = false;
+        continue;
+      }
+      if (*st < 0 || *st + *ex > t->shape[i]) {
+        error(sl.loc, std::string("the slice ") + std::to_string(*st) + " :+ " + std::to_string(*ex) + " of '" +
+                          o.name + "' leaves its " + (i == 0 ? "rows" : "columns") + " [0, " +
+                          std::to_string(t->shape[i]) + ")");
+        ok = false;
+        continue;
+      }
+      sl.extentValue = *ex;
+      o.box[i] = *st;
+      o.box[2 + i] = *ex;
+    }
+    if (!ok) return nullptr;
+  }
   return t;
 }
 
@@ -486,7 +518,7 @@ void Sema::checkGemm(GemmStmt &s) {
   if (a->dtype != b->dtype)
     return error(s.b.loc, std::string("gemm operands must have the same dtype: '") + s.a.name + "' is " +
                               dtypeStr(a->dtype) + " but '" + s.b.name + "' is " + dtypeStr(b->dtype));
-  std::vector<int64_t> opA = a->shape, opB = b->shape;
+  std::vector<int64_t> opA = s.a.shape(), opB = s.b.shape();
   if (s.a.transposed) std::swap(opA[0], opA[1]);
   if (s.b.transposed) std::swap(opB[0], opB[1]);
   if (opA[1] != opB[0] || s.c->shape != std::vector<int64_t>{opA[0], opB[1]})

@@ -393,10 +393,8 @@ void IRGen::genStmt(const fe::Stmt &s) {
       auto &g = static_cast<const fe::GemmStmt &>(s);
       Value a = lookup(g.a.decl, g.a.loc), bb = lookup(g.b.decl, g.b.loc), c = lookup(g.c, s.loc);
       if (!a || !bb || !c) return;
-      auto op = GemmOp::create(b_, loc(g.gemmLoc), a, bb, c);
-      if (g.a.transposed) op.setTransA(true);
-      if (g.b.transposed) op.setTransB(true);
-      if (g.accumulate) op.setAccumulate(true);
+      auto box = [&](const fe::GemmOperand &o) { return o.sliced() ? b_.getDenseI64ArrayAttr(o.box) : nullptr; };
+      GemmOp::create(b_, loc(g.gemmLoc), a, bb, c, g.a.transposed, g.b.transposed, g.accumulate, box(g.a), box(g.b));
       return;
     }
     case SK::For: {

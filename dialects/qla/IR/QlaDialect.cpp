@@ -2,7 +2,9 @@
 #include "dialects/qla/IR/QlaDialect.h"
 #include "dialects/qla/IR/FragLayout.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -24,6 +26,36 @@ void QlaDialect::initialize() {
 #define GET_OP_LIST
 #include "dialects/qla/IR/QlaOps.cpp.inc"
       >();
+}
+
+SmallVector<int64_t, 2> mlir::qla::gemmOperandShape(ArrayRef<int64_t> tile, std::optional<ArrayRef<int64_t>> box) {
+  if (box && box->size() == 4) return {(*box)[2], (*box)[3]};
+  return SmallVector<int64_t, 2>(tile.begin(), tile.end());
+}
+
+std::optional<int64_t> mlir::qla::mapIndexOffset(Value v, Block &body, unsigned k) {
+  auto isArg = [&](Value x) {
+    auto a = dyn_cast<BlockArgument>(x);
+    return a && a.getOwner() == &body && a.getArgNumber() == k;
+  };
+  if (isArg(v)) return 0;
+  auto add = v.getDefiningOp<arith::AddIOp>();
+  if (!add) return std::nullopt;
+  for (auto [x, c] : {std::pair{add.getLhs(), add.getRhs()}, std::pair{add.getRhs(), add.getLhs()}}) {
+    IntegerAttr a;
+    if (isArg(x) && matchPattern(c, m_Constant(&a))) return a.getInt();
+  }
+  return std::nullopt;
+}
+
+std::string mlir::qla::gemmBoxError(ArrayRef<int64_t> tile, ArrayRef<int64_t> box) {
+  if (box.size() != 4) return "a box is [r0, c0, nr, nc], got " + std::to_string(box.size()) + " entries";
+  if (tile.size() != 2) return "only a 2-D tile has a sub-tile";
+  for (int i = 0; i < 2; ++i)
+    if (box[i] < 0 || box[2 + i] <= 0 || box[i] + box[2 + i] > tile[i])
+      return std::string("the box's ") + (i ? "columns [" : "rows [") + std::to_string(box[i]) + ", " +
+             std::to_string(box[i] + box[2 + i]) + ") leave the tile's [0, " + std::to_string(tile[i]) + ")";
+  return "";
 }
 
 int64_t mlir::qla::elementBytes(Type t) {

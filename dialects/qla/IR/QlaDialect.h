@@ -25,6 +25,14 @@
 namespace mlir::qla {
 // Bytes of one element of a tile dtype (bf16, f16, f32, i32).
 int64_t elementBytes(Type t);
+// A gemm operand's shape before its transpose: [nr, nc] of its box (a_box /
+// b_box = [r0, c0, nr, nc], a sub-tile of a shared tile), else the tile's.
+SmallVector<int64_t, 2> gemmOperandShape(ArrayRef<int64_t> tile, std::optional<ArrayRef<int64_t>> box);
+// Why a box is not a sub-tile of a 2-D tile of shape `tile` ("" when it is).
+std::string gemmBoxError(ArrayRef<int64_t> tile, ArrayRef<int64_t> box);
+// c when v is argument k of a map's body plus the constant c (v itself: 0;
+// arith.addi with a constant, either order), else nullopt.
+std::optional<int64_t> mapIndexOffset(Value v, Block &body, unsigned k);
 // Kernel function attribute names (func.func carrying a QLA kernel).
 inline constexpr const char *kKernelAttr = "qla.kernel";
 inline constexpr const char *kGridAttr = "qla.grid";          // ArrayAttr of 3 StringAttr

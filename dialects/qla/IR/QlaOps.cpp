@@ -148,11 +148,18 @@ LogicalResult GemmOp::verify() {
     return emitOpError("A and B must have the same dtype: ") << ae << " vs " << bt.getElementType();
   if (!ct.getElementType().isF32())
     return emitOpError("C must be an f32 fragment, got ") << ct.getElementType();
-  auto as = tileShape(at), bs = bt.getShape(), cs = ct.getShape();
-  if (as.size() != 2 || bs.size() != 2 || cs.size() != 2)
+  if (tileShape(at).size() != 2 || bt.getShape().size() != 2 || ct.getShape().size() != 2)
     return emitOpError("gemm operands are 2-D");
   if (isa<FragType>(at) && getTransA())
     return emitOpError("a register-sourced A cannot be transposed");
+  if (isa<FragType>(at) && getABox())
+    return emitOpError("a register-sourced A cannot be a sub-tile");
+  if (auto box = getABox(); box && !gemmBoxError(tileShape(at), *box).empty())
+    return emitOpError("A: ") << gemmBoxError(tileShape(at), *box);
+  if (auto box = getBBox(); box && !gemmBoxError(bt.getShape(), *box).empty())
+    return emitOpError("B: ") << gemmBoxError(bt.getShape(), *box);
+  auto as = gemmOperandShape(tileShape(at), getABox()), bs = gemmOperandShape(bt.getShape(), getBBox());
+  auto cs = ct.getShape();
   int64_t m = getTransA() ? as[1] : as[0], ka = getTransA() ? as[0] : as[1];
   int64_t kb = getTransB() ? bs[1] : bs[0], n = getTransB() ? bs[0] : bs[1];
   if (ka != kb || cs[0] != m || cs[1] != n)
@@ -274,15 +281,16 @@ LogicalResult SlotPickOp::verify() {
     return emitOpError("needs one index per tile dim");
   if (!isa<FloatType>(getTile().getType().getElementType())) return emitOpError("needs a tile of floats");
   // Inside qla.parallel: at the map's own position (its index arguments, in
-  // order, over the tile's shape).
+  // order), or at a constant offset from it, inside the tile.
   if (auto par = (*this)->getParentOfType<ParallelOp>()) {
     auto ext = par.getExtents();
     auto shape = getTile().getType().getShape();
     if (ext.size() != shape.size()) return emitOpError("inside qla.parallel, the tile has the map's rank");
     for (auto [k, v] : llvm::enumerate(getIndices())) {
-      auto arg = dyn_cast<BlockArgument>(v);
-      if (!arg || arg.getOwner() != &par.getBody().front() || arg.getArgNumber() != k || shape[k] != ext[k])
-        return emitOpError("inside qla.parallel, the indices are the map's index arguments in order, over its extents");
+      std::optional<int64_t> off = mapIndexOffset(v, par.getBody().front(), unsigned(k));
+      if (!off || *off < 0 || *off + ext[k] > shape[k])
+        return emitOpError("inside qla.parallel, the indices are the map's index arguments in order, each plus a "
+                           "constant, inside the tile");
     }
   }
   return success();

@@ -114,9 +114,13 @@ def Qla_GemmOp : Qla_Op<"gemm"> {
     `qla.gemm %a, %b, %acc {transB, accumulate} : !qla.smem<128x64xbf16>, !qla.smem<256x64xbf16>, !qla.frag<128x256xf32>`
     A is a shared tile or a fragment (register-sourced), B a shared tile, C an
     f32 fragment. op(A) is [M, K], op(B) is [K, N], C is [M, N].
+    `a_box` / `b_box` = [r0, c0, nr, nc]: the operand is the sub-tile of rows
+    [r0, r0 + nr) and columns [c0, c0 + nc) of a shared tile (before the
+    transpose); qla-lower-to-qlanv checks that the tile's layout allows it.
   }];
   let arguments = (ins Qla_AnyTile:$a, Qla_SharedType:$b, Qla_FragType:$c,
-                       UnitAttr:$transA, UnitAttr:$transB, UnitAttr:$accumulate);
+                       UnitAttr:$transA, UnitAttr:$transB, UnitAttr:$accumulate,
+                       OptionalAttr<DenseI64ArrayAttr>:$a_box, OptionalAttr<DenseI64ArrayAttr>:$b_box);
   let assemblyFormat = "$a `,` $b `,` $c attr-dict `:` type($a) `,` type($b) `,` type($c)";
   let hasVerifier = 1;
 }

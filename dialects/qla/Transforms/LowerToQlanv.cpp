@@ -328,13 +328,50 @@ struct LowerToQlanv : ::mlir::qla::impl::QlaLowerToQlanvBase<LowerToQlanv> {
         failed = true;
         continue;
       }
+      auto bShape = gemmOperandShape(b.getShape(), g.getBBox());
+      if (int64_t k = g.getTransB() ? bShape[1] : bShape[0]; k % 16 != 0) {
+        g.emitOpError("the product's K must be a multiple of 16 (wgmma takes k16 steps), got ") << k;
+        failed = true;
+        continue;
+      }
+      // A sub-tile operand is a byte offset into its tile's layout (EmitWgmma):
+      // its first row on the swizzle's 8-row period; its first column on a
+      // 16-element k step where the columns are K (A, or B transposed: K-major),
+      // on a swizzle panel where they are M or N (MN-major), whose extent is then
+      // whole panels or the tile's width.
+      auto boxOk = [&](SharedType t, std::optional<ArrayRef<int64_t>> box, bool mnMajor, const char *which) {
+        if (!box) return true;
+        int64_t E = t.getSwizzle() / elementBytes(t.getElementType()), cols = t.getShape()[1];
+        int64_t r0 = (*box)[0], c0 = (*box)[1], nc = (*box)[3];
+        std::string why;
+        if (r0 % 8 != 0) why = "its first row, " + std::to_string(r0) + ", is not a multiple of 8";
+        else if (!mnMajor && c0 % 16 != 0)
+          why = "its first column, " + std::to_string(c0) + ", is not a multiple of 16 (a k16 step)";
+        else if (mnMajor && c0 % E != 0)
+          why = "its first column, " + std::to_string(c0) + ", is not on a " + std::to_string(E) +
+                "-column swizzle panel of the tile";
+        else if (mnMajor && nc % E != 0 && nc != cols)
+          why = "its " + std::to_string(nc) + " columns are not whole " + std::to_string(E) + "-column swizzle panels";
+        if (why.empty()) return true;
+        g.emitOpError("the sub-tile operand ") << which << " cannot be read by wgmma: " << why;
+        return false;
+      };
+      if (!boxOk(b, g.getBBox(), !g.getTransB(), "B")) {
+        failed = true;
+        continue;
+      }
+      if (auto a = dyn_cast<SharedType>(g.getA().getType()); a && !boxOk(a, g.getABox(), g.getTransA(), "A")) {
+        failed = true;
+        continue;
+      }
       OpBuilder bld(g);
       Location l = g.getLoc();
       SmallVector<Value> frags{g.getC()};
       if (isa<FragType>(g.getA().getType())) frags.push_back(g.getA());
       WgmmaFenceOp::create(bld, l, frags);
       WgmmaOp::create(bld, l, g.getA(), g.getB(), g.getC(), g.getTransAAttr(), g.getTransBAttr(),
-                          g.getAccumulateAttr(), bld.getI64IntegerAttr(c.getWarpgroups()));
+                          g.getAccumulateAttr(), bld.getI64IntegerAttr(c.getWarpgroups()), g.getABoxAttr(),
+                          g.getBBoxAttr());
       WgmmaCommitOp::create(bld, l);
       WgmmaWaitOp::create(bld, l, bld.getI64IntegerAttr(0), ValueRange{g.getC()});
       g.erase();

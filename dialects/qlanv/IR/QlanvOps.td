@@ -180,10 +180,12 @@ def Qlanv_WgmmaOp : Qlanv_Op<"wgmma"> {
     [w·M/W, (w+1)·M/W) of C: M/W/64 row blocks, K/16 instructions each.
     A from shared memory (descriptors) or from a fragment (registers, RS).
     Asynchronous: pair with `wgmma_commit` and `wgmma_wait`.
+    `a_box` / `b_box` = [r0, c0, nr, nc]: a sub-tile operand (qla.gemm's).
   }];
   let arguments = (ins Qla_AnyTile:$a, Qla_SharedType:$b, Qla_FragType:$c,
                        UnitAttr:$transA, UnitAttr:$transB, UnitAttr:$accumulate,
-                       I64Attr:$warpgroups);
+                       I64Attr:$warpgroups,
+                       OptionalAttr<DenseI64ArrayAttr>:$a_box, OptionalAttr<DenseI64ArrayAttr>:$b_box);
   let assemblyFormat = "$a `,` $b `,` $c attr-dict `:` type($a) `,` type($b) `,` type($c)";
   let hasVerifier = 1;
 }

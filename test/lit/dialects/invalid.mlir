@@ -258,6 +258,28 @@ func.func @gemm_a_f32() {
 
 // -----
 
+func.func @gemm_box_outside() {
+  %a = qla.alloc_shared : !qla.smem<64x128xbf16>
+  %b = qla.alloc_shared : !qla.smem<64x64xbf16>
+  %c = qla.alloc_frag : !qla.frag<64x64xf32>
+  // expected-error @+1 {{'qla.gemm' op A: the box's columns [96, 160) leave the tile's [0, 128)}}
+  qla.gemm %a, %b, %c {a_box = array<i64: 0, 96, 64, 64>} : !qla.smem<64x128xbf16>, !qla.smem<64x64xbf16>, !qla.frag<64x64xf32>
+  return
+}
+
+// -----
+
+func.func @gemm_box_shape() {
+  %a = qla.alloc_shared : !qla.smem<64x128xbf16>
+  %b = qla.alloc_shared : !qla.smem<64x64xbf16>
+  %c = qla.alloc_frag : !qla.frag<64x64xf32>
+  // expected-error @+1 {{'qla.gemm' op shapes do not agree: op(A) is [64, 128], op(B) is [64, 64], C is [64, 64]}}
+  qla.gemm %a, %b, %c {b_box = array<i64: 0, 0, 64, 64>} : !qla.smem<64x128xbf16>, !qla.smem<64x64xbf16>, !qla.frag<64x64xf32>
+  return
+}
+
+// -----
+
 func.func @gemm_dtype_mismatch() {
   %a = qla.alloc_shared : !qla.smem<64x64xbf16>
   %b = qla.alloc_shared : !qla.smem<64x64xf16>

@@ -352,7 +352,14 @@ TEST_CASE("features: element reads of a get's slot tile", "[features][channels]"
   }
   CHECK(err(head("frag h: f32[64]\n for (i) in parallel(64) { h[i] = gs[63 - i] }")) ==
         "t.qla:7:38: error: inside a parallel block, slot tile 'gs' is indexed by the block's index variables, in "
-        "order");
+        "order (each plus a constant, if any: i + 64)");
+  // ... or at a constant offset from it, inside the tile.
+  {
+    auto m = ok(head("frag h: f32[32]\n for (i) in parallel(32) { h[i] = gs[i + 32] }"));
+    REQUIRE(m);
+  }
+  CHECK(err(head("frag h: f32[32]\n for (i) in parallel(32) { h[i] = gs[40 + i] }")) ==
+        "t.qla:7:38: error: slot tile 'gs' has extent 64 in dim 0 but the parallel block reads 40 .. 71 there");
 }
 
 //===----------------------------------------------------------------------===//

@@ -607,8 +607,15 @@ struct CopyStmt : Stmt {
 struct GemmOperand {
   SourceLoc loc;
   std::string name;
-  bool transposed = false;  // written NAME^T
+  bool transposed = false;  // written NAME^T (after the name, or after the slice's ']')
+  // NAME[r0 :+ nr, c0 :+ nc]: a sub-tile of a shared tile (two range slices,
+  // constant starts and extents), the whole tile when empty.
+  std::vector<Slice> slices;
+  std::array<int64_t, 4> box{};  // set by sema when sliced: r0, c0, nr, nc
   TileDecl *decl = nullptr; // set by sema
+  bool sliced() const { return !slices.empty(); }
+  // The operand's shape before ^T: the box's extents, or the tile's shape.
+  std::vector<int64_t> shape() const;
 };
 
 // C = gemm(A, B) or C += gemm(A, B):  C (+)= op(A) · op(B)
