@@ -9,8 +9,9 @@ Needs nvdisasm: the CUDA toolkit's (/usr/local/cuda/bin) or PyPI's
 `nvidia-cuda-nvdisasm` wheel (`pip install nvidia-cuda-nvdisasm`; found in
 that package's bin/ folder), or --nvdisasm PATH. qlac is $QLAC, else
 build/tools/qlac. Lines of the device headers (runtime/include/qla/device)
-are listed under their own file names: the .qla statement they serve is
-not recorded in the line table.
+are listed under their own file names in the first list, and counted at the
+.qla statement they were inlined into (nvdisasm's inline line info) in the
+second list and in the roles' totals.
 """
 import argparse
 import collections
@@ -87,38 +88,51 @@ def main():
         for line in (p.stdout + p.stderr).splitlines():
             if "spill" in line or "Used" in line:
                 print("ptxas:", line.strip().replace("ptxas info    : ", "").replace("ptxas         . ", ""))
-        sass = subprocess.run([nvdisasm, "--print-line-info", cubin], capture_output=True, text=True, check=True).stdout
-    here, counts = None, collections.Counter()
+        sass = subprocess.run([nvdisasm, "--print-line-info-inline", cubin], capture_output=True, text=True,
+                              check=True).stdout
+    # An inlined device helper's instruction counts at the helper's line and,
+    # for the role, at the .qla line it was inlined at (the outermost one).
+    here, site, counts, sites = None, None, collections.Counter(), collections.Counter()
     for line in sass.splitlines():
         m = re.search(r'//## File "([^"]+)", line (\d+)', line)
         if m:
             here = (m.group(1), int(m.group(2)))
+            outer = re.findall(r'inlined at "([^"]+)", line (\d+)', line)
+            site = (outer[-1][0], int(outer[-1][1])) if outer else here
         elif re.search(r"\b(STL|LDL)\b", line):
-            counts[(here, "STL" if "STL" in line else "LDL")] += 1
+            kind = "STL" if "STL" in line else "LDL"
+            counts[(here, kind)] += 1
+            sites[(site, kind)] += 1
     src = os.path.abspath(args.qla)
     lines = open(src).read().splitlines()
     roles = roles_of(src)
     per_role = collections.Counter()
     per_line = collections.Counter()
+    per_site = collections.Counter()
     for (where, kind), n in counts.items():
+        per_line[where] += n
+    for (where, kind), n in sites.items():
         name = "?"
         if where and os.path.abspath(where[0]) == src:
             name = next((r for a, b, r in roles if a <= where[1] <= b), "(outside roles)")
         elif where:
             name = "(" + os.path.basename(where[0]) + ")"
         per_role[(name, kind)] += n
-        per_line[where] += n
+        per_site[where] += n
     total = sum(counts.values())
     print(f"{total} local-memory instructions (STL + LDL) in the SASS")
     for name in sorted({r for r, _ in per_role}):
         print(f"  {name:24s} STL {per_role[(name, 'STL')]:5d}  LDL {per_role[(name, 'LDL')]:5d}")
-    print(f"top {args.top} lines:")
-    for where, n in per_line.most_common(args.top):
-        if where and os.path.abspath(where[0]) == src:
-            text = lines[where[1] - 1].strip() if where[1] <= len(lines) else ""
-            print(f"  {n:5d}  {os.path.basename(where[0])}:{where[1]}  {text[:90]}")
-        else:
-            print(f"  {n:5d}  {where[0] if where else '?'}:{where[1] if where else '?'}")
+    def show(title, counter):
+        print(title)
+        for where, n in counter.most_common(args.top):
+            if where and os.path.abspath(where[0]) == src:
+                text = lines[where[1] - 1].strip() if where[1] <= len(lines) else ""
+                print(f"  {n:5d}  {os.path.basename(where[0])}:{where[1]}  {text[:90]}")
+            else:
+                print(f"  {n:5d}  {where[0] if where else '?'}:{where[1] if where else '?'}")
+    show(f"top {args.top} lines (a device helper's own line where inlined):", per_line)
+    show(f"top {args.top} .qla lines (device helpers counted where they are inlined):", per_site)
     return 0
 
 

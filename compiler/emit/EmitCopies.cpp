@@ -369,20 +369,26 @@ LogicalResult Emitter::emitCopy(CopyOp op) {
   // thread of the role reads (they all waited for it to be empty).
   if (!toFrag) waitTmaStoreReads(op.getDst());
   if (!toFrag && !op->hasAttr("qla.slot_fill")) line(wgStaging_.contains(op.getDst()) ? wgSync() : groupSync());
-  if (trans && !toFrag && is16(te) && lay.x4Blocks()) {
-    emitStmatrixTrans(op);
-    if (!fencedAndSynced(op)) line(groupSync());
-    return success();
+  // Into a 16-bit tile by 8x8 blocks (stmatrix .x4, transposed or not): one
+  // address per four blocks instead of one per register pair. Out of one
+  // transposed (ldmatrix .x4 .trans); untransposed loads stay pairs (ldmatrix
+  // made ptxas spill in gdn_bwd_dqk.qla, 4 bytes, where pairs spill none).
+  if (is16(te) && lay.x4Blocks() && tile.getShape().size() == 2) {
+    if (!toFrag) {
+      emitStmatrix(op, trans);
+      if (!fencedAndSynced(op)) line(groupSync());
+      return success();
+    }
+    if (trans) {
+      emitLdmatrixTrans(op);
+      return success();
+    }
   }
-  if (trans && toFrag && is16(te) && lay.x4Blocks()) {
-    emitLdmatrixTrans(op);
-    return success();
-  }
-  // A fragment of half a thread's registers or more (freshAddressRegs_):
-  // its per-register shared-memory addresses are computed in the copy (lane
-  // and warp ids taken afresh), not hoisted out of an enclosing loop and
-  // held beside it.
-  const bool freshIds = frag.getRegsPerThread() >= freshAddressRegs_;
+  // A fragment of half a thread's registers or more (freshAddressRegs_; in
+  // a role with fresh_addresses(N), N if smaller): its per-register
+  // shared-memory addresses are computed in the copy (lane and warp ids
+  // taken afresh), not hoisted out of an enclosing loop and held beside it.
+  const bool freshIds = freshAddressesFor(frag);
   if (freshIds) openFreshIds();
   RegLoop l = openRegLoop(frag);
   std::string row = tile.getShape().size() == 2 ? l.idx[0] : "0", col = l.idx.back();
@@ -430,18 +436,32 @@ LogicalResult Emitter::emitCopy(CopyOp op) {
   return success();
 }
 
-// The loop of a transposed fragment <-> 16-bit tile copy by 8x8 blocks
+// The loop of a fragment <-> 16-bit tile copy by 8x8 blocks
 // (FragLayout::x4Blocks), shared by stmatrix and ldmatrix: a scope, the
-// lane's block offset 2m (`blkName`) and stored row a (`rowName`), then the
-// loop over the calls q; `addr` is the tile index of the row lane 8m + a
-// addresses, tile row o.col + a at column o.row (o: the origin of block m of
-// call q, registers 8q + 2m, 8q + 2m + 1). closeX4TransLoop ends both.
-void Emitter::openX4TransLoop(const FragLayout &lay, SharedType tile, const char *blkName, const char *rowName,
-                              std::string &q, std::string &addr) {
-  line("{");
-  ++indent_;
+// lane's block offset 2m (`blkName`) and addressed row a (`rowName`), then
+// the loop over the calls q; `addr` is the tile index of the row lane 8m + a
+// addresses (o: the origin of block m of call q, registers 8q + 2m,
+// 8q + 2m + 1): untransposed tile row o.row + a at column o.col, transposed
+// (tile [N, M]) tile row o.col + a at column o.row. In block m lane l holds
+// fragment row o.row + l/4, columns o.col + 2(l%4) + {0, 1}, which is the
+// 8x8 matrix layout of the untransposed instructions; .trans swaps the
+// stored rows and columns. Either way a lane addresses 8 elements of one
+// tile row, 16 aligned bytes (o.row and o.col are multiples of 8), and every
+// tile layout keeps a 16-byte chunk of a row whole (swizzles permute
+// chunks), so the address is smem_tile_index of the row's first element.
+// With a fragment of freshAddressRegs (or the role's fresh_addresses) or
+// more registers a thread, the lane and warp ids are taken afresh (as for
+// the element-wise copies). closeX4Loop ends the scopes.
+void Emitter::openX4Loop(const FragLayout &lay, SharedType tile, bool trans, bool freshIds, const char *blkName,
+                         const char *rowName, std::string &q, std::string &addr) {
+  if (freshIds) {
+    openFreshIds();  // the scope, with the ids taken afresh
+  } else {
+    line("{");
+    ++indent_;
+  }
   std::string blk = declareStr("int", "2 * (qla_lane / 8)", blkName);  // 2m: the register offset of this lane's block
-  std::string arow = declareStr("int", "qla_lane % 8", rowName);       // the stored row it addresses
+  std::string arow = declareStr("int", "qla_lane % 8", rowName);       // the row it addresses
   q = fresh("q");
   line("#pragma unroll");
   line(fmt::format("for (int {0} = 0; {0} < {1}; ++{0}) {{", q, lay.x4Calls()));
@@ -449,36 +469,37 @@ void Emitter::openX4TransLoop(const FragLayout &lay, SharedType tile, const char
   std::string reg = declareStr("int", fmt::format("8 * {} + {}", q, blk), "r");
   std::vector<std::string> o = lay.indexText(reg, "0");
   std::string orow = declareStr("int", o[0], "row"), ocol = declareStr("int", o[1], "col");
-  addr = smemIndex(tile, fmt::format("{} + {}", ocol, arow), orow);
+  addr = trans ? smemIndex(tile, fmt::format("{} + {}", ocol, arow), orow)
+               : smemIndex(tile, fmt::format("{} + {}", orow, arow), ocol);
 }
 
-void Emitter::closeX4TransLoop() {
+void Emitter::closeX4Loop() {
   closeLoop();
   --indent_;
   line("}");
 }
 
-// A transposed fragment [M, N] -> 16-bit shared tile [N, M] copy with
-// stmatrix.sync.aligned.m8n8.x4.trans (FragLayout::x4Blocks: each call
-// stores four 8x8 blocks of the warp's registers). In block m of call q
-// (registers 8q + 2m, 8q + 2m + 1, packed into one u32 of the tile's dtype)
-// lane l holds fragment row o.row + l/4, columns o.col + 2(l%4) + {0, 1},
-// o = the block's origin (FragLayout index of lane 0). With .trans, stored
-// row a of the block gets the block's column a: tile row o.col + a, tile
-// columns o.row .. o.row + 7, which lane 8m + a addresses. Those 8 elements
-// are 16 aligned bytes (o.row is a multiple of 8) and every tile layout
-// keeps a 16-byte chunk of a row whole (swizzles permute chunks), so the
-// address is smem_tile_index of the row's first element, as the
-// untransposed copy computes it.
-void Emitter::emitStmatrixTrans(CopyOp op) {
+bool Emitter::freshAddressesFor(FragType frag) const {
+  int64_t at = freshAddressRegs_;
+  if (group().freshAddressRegs > 0) at = std::min<int64_t>(at, group().freshAddressRegs);
+  return frag.getRegsPerThread() >= at;
+}
+
+// A fragment [M, N] -> 16-bit shared tile copy by stmatrix.sync.aligned
+// .m8n8.x4 (four 8x8 blocks of the warp's registers per call; with `trans`,
+// .trans into a tile [N, M]): in block m of call q registers 8q + 2m and
+// 8q + 2m + 1, packed into one u32 of the tile's dtype, go to the rows
+// openX4Loop addresses.
+void Emitter::emitStmatrix(CopyOp op, bool trans) {
   auto frag = cast<FragType>(op.getSrc().getType());
   auto tile = cast<SharedType>(op.getDst().getType());
   Type te = tile.getElementType(), fe = frag.getElementType();
   const FragLayout lay = FragLayout::of(frag);
   const std::string fn = name(op.getSrc()), tn = name(op.getDst());
   const bool same16 = fe == te;  // packed registers move as they are
+  const bool freshIds = freshAddressesFor(frag);
   std::string q, addr;
-  openX4TransLoop(lay, tile, "stm", "sta", q, addr);
+  openX4Loop(lay, tile, trans, freshIds, "stm", "sta", q, addr);
   std::vector<std::string> regs;
   for (int m = 0; m < 4; ++m) {
     std::string r0 = fmt::format("8 * {} + {}", q, 2 * m), r1 = fmt::format("8 * {} + {}", q, 2 * m + 1);
@@ -488,17 +509,15 @@ void Emitter::emitStmatrixTrans(CopyOp op) {
   }
   std::string st = fresh("st");
   line(fmt::format("const qla::dev::u32 {}[4] = {{{}, {}, {}, {}}};", st, regs[0], regs[1], regs[2], regs[3]));
-  line(fmt::format("qla::dev::stmatrix_x4_trans({} + ({}), {});", tn, addr, st));
-  closeX4TransLoop();
+  line(fmt::format("qla::dev::stmatrix_x4{}({} + ({}), {});", trans ? "_trans" : "", tn, addr, st));
+  closeX4Loop();
 }
 
-// The mirror of emitStmatrixTrans: a 16-bit shared tile [N, M] -> transposed
-// fragment [M, N] copy with ldmatrix.sync.aligned.m8n8.x4.trans. Lane 8m + a
-// addresses tile row o.col + a, columns o.row .. o.row + 7 of block m (the
-// same 16 aligned bytes the store writes); with .trans register m of lane l
-// receives stored rows 2(l%4), 2(l%4) + 1 of column l/4, i.e. fragment row
-// o.row + l/4, columns o.col + 2(l%4) + {0, 1}: registers 8q + 2m and
-// 8q + 2m + 1 of the accumulator layout.
+// The mirror of emitStmatrix(op, true): a 16-bit shared tile [N, M] ->
+// transposed fragment [M, N] copy by ldmatrix.sync.aligned.m8n8.x4.trans:
+// register m of lane l receives stored rows 2(l%4), 2(l%4) + 1 of column
+// l/4 of block m, i.e. fragment row o.row + l/4, columns o.col + 2(l%4) +
+// {0, 1}: registers 8q + 2m and 8q + 2m + 1 of the accumulator layout.
 void Emitter::emitLdmatrixTrans(CopyOp op) {
   auto frag = cast<FragType>(op.getDst().getType());
   auto tile = cast<SharedType>(op.getSrc().getType());
@@ -506,8 +525,9 @@ void Emitter::emitLdmatrixTrans(CopyOp op) {
   const FragLayout lay = FragLayout::of(frag);
   const std::string fn = name(op.getDst()), tn = name(op.getSrc());
   const bool same16 = fe == te;  // packed registers move as they are
+  const bool freshIds = freshAddressesFor(frag);
   std::string q, addr;
-  openX4TransLoop(lay, tile, "ldm", "lda", q, addr);
+  openX4Loop(lay, tile, /*trans=*/true, freshIds, "ldm", "lda", q, addr);
   std::string ld = fresh("ld");
   line(fmt::format("qla::dev::u32 {}[4];", ld));
   line(fmt::format("qla::dev::ldmatrix_x4_trans({}, {} + ({}));", ld, tn, addr));
@@ -520,7 +540,7 @@ void Emitter::emitLdmatrixTrans(CopyOp op) {
       fragStore(op.getDst(), r1, fmt::format("qla::dev::unpack_{}x2_hi({}[{}])", pfx(te), ld, m));
     }
   }
-  closeX4TransLoop();
+  closeX4Loop();
 }
 
 // A proxy fence right after a store to shared memory (qla-insert-fences) is

@@ -600,8 +600,9 @@ LogicalResult Emitter::emitOpCode(Operation *op) {
     }
     const int64_t n = wg.getWgEnd() - wg.getWgBegin() + 1;
     const bool turns = wg->hasAttr("turns") && n > 1;
+    auto fa = wg->getAttrOfType<IntegerAttr>("fresh_addresses");
     groups_.push_back({int64_t(wg.getWgBegin()), int64_t(wg.getWgEnd()), id,
-                       turns ? turnBarrierBase_ + int64_t(wg.getWgBegin()) : 0});
+                       turns ? turnBarrierBase_ + int64_t(wg.getWgBegin()) : 0, fa ? fa.getInt() : 0});
     ++indent_;
     roleName_ = wg.getName().str();
     line(fmt::format("const int qla_wgl = qla_wg - {};  // warpgroup within the role", wg.getWgBegin()));

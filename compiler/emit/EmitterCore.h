@@ -58,6 +58,9 @@ class Emitter {
     // named barrier turnBase + w before issuing a product and hands the turn
     // on to turnBase + (w + 1) % n after committing it (0: no turns).
     int64_t turnBase = 0;
+    // The role's fresh_addresses(N) (0: none): with the compiler option,
+    // the smaller threshold applies to its copies.
+    int64_t freshAddressRegs = 0;
   };
   const Group &group() const { return groups_.back(); }
   std::string groupSync() const;
@@ -83,7 +86,7 @@ class Emitter {
                                      llvm::ArrayRef<int64_t> dropped, mlir::ValueRange limits,
                                      llvm::ArrayRef<int64_t> limitDims, bool store, bool transpose = false);
   // A transposed fragment -> 16-bit shared copy with stmatrix .x4 .trans.
-  void emitStmatrixTrans(mlir::qla::CopyOp op);
+  void emitStmatrix(mlir::qla::CopyOp op, bool trans);
 
   // --- fragments and tensor cores (EmitFragments.cpp) ---
   mlir::LogicalResult emitAllocFrag(mlir::qla::AllocFragOp op);
@@ -112,9 +115,10 @@ class Emitter {
   mlir::LogicalResult warpBlockRegs(mlir::qla::InvUnitLowerOp op, int64_t w, int64_t cb, int64_t (&reg)[2][2][2]);
   void emitBlockInverse16();
   void emitLdmatrixTrans(mlir::qla::CopyOp op);
-  void openX4TransLoop(const FragLayout &lay, mlir::qla::SharedType tile, const char *blkName, const char *rowName,
-                       std::string &q, std::string &addr);
-  void closeX4TransLoop();
+  bool freshAddressesFor(mlir::qla::FragType frag) const;
+  void openX4Loop(const FragLayout &lay, mlir::qla::SharedType tile, bool trans, bool freshIds, const char *blkName,
+                  const char *rowName, std::string &q, std::string &addr);
+  void closeX4Loop();
   bool tmaStoreBox(mlir::qla::StoreOp op, std::vector<uint32_t> &box);
   void waitTmaStoreReads(mlir::Value tile);
   // Shared tiles some TMA store reads (found before emission).

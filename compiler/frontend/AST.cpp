@@ -512,7 +512,8 @@ class Dumper {
       auto &x = static_cast<const RoleStmt &>(s);
       line(ind, "role " + x.name + " warpgroups " + std::to_string(x.wgFirst) + ".." + std::to_string(x.wgLast) +
                     " regs " + std::to_string(x.regs) + (x.turns ? " turns" : "") +
-                    (x.partialWaits ? " partial_waits" : ""));
+                    (x.partialWaits ? " partial_waits" : "") +
+                    (x.freshAddresses ? " fresh_addresses=" + std::to_string(x.freshAddresses) : ""));
       block(ind + 1, x.body);
       return;
     }

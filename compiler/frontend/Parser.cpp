@@ -707,8 +707,8 @@ class Parser {
     } else {
       fail(cur().loc, "expected 'warpgroup' or 'warpgroups' after 'role " + n.text + ":', found " + found());
     }
-    // `, regs R`, `, turns` and `, partial_waits[(COND)]`, each at most
-    // once, in any order.
+    // `, regs R`, `, turns`, `, partial_waits[(COND)]` and
+    // `, fresh_addresses(N)`, each at most once, in any order.
     bool regs = false, partialWaits = false;
     while (accept(Tok::Comma)) {
       if (!regs && accept(Tok::KwRegs)) {
@@ -724,11 +724,17 @@ class Parser {
           s->partialWaitsExpr = parseExpr();
           expect(Tok::RParen, "after the partial_waits condition");
         }
+      } else if (!s->freshAddressesExpr && cur().kind == Tok::Ident && cur().text == "fresh_addresses") {
+        take();
+        expect(Tok::LParen, "after 'fresh_addresses'");
+        s->freshAddressesExpr = parseExpr();
+        expect(Tok::RParen, "after the register count of 'fresh_addresses'");
       } else {
         std::vector<std::string> left;
         if (!regs) left.push_back("'regs'");
         if (!s->turns) left.push_back("'turns'");
         if (!partialWaits) left.push_back("'partial_waits'");
+        if (!s->freshAddressesExpr) left.push_back("'fresh_addresses'");
         std::string expected;
         for (size_t i = 0; i < left.size(); ++i)
           expected += (i == 0 ? "" : i + 1 == left.size() ? " or " : ", ") + left[i];

@@ -676,6 +676,9 @@ void Sema::checkRole(RoleStmt &s) {
     if (auto v = constInt(s.regsExpr, "the register budget")) s.regs = *v;
     else regsOk = false;
   }
+  if (s.freshAddressesExpr)
+    if (auto v = constInt(s.freshAddressesExpr, "the register count of fresh_addresses", /*positive=*/true))
+      s.freshAddresses = *v;
   if (s.partialWaitsExpr) {
     // A constant condition of the specialization constants.
     const char *what = "the partial_waits condition";

@@ -491,6 +491,7 @@ void IRGen::genStmt(const fe::Stmt &s) {
                                   b_.getI64IntegerAttr(r.wgLast), b_.getI64IntegerAttr(r.regs));
       if (r.turns) op->setAttr("turns", b_.getUnitAttr());
       if (r.partialWaits) op->setAttr("partial_waits", b_.getUnitAttr());
+      if (r.freshAddresses > 0) op->setAttr("fresh_addresses", b_.getI64IntegerAttr(r.freshAddresses));
       OpBuilder::InsertionGuard guard(b_);
       Block *body = b_.createBlock(&op.getBody());
       b_.setInsertionPointToEnd(body);

@@ -386,6 +386,7 @@ struct LowerToQlanv : ::mlir::qla::impl::QlaLowerToQlanvBase<LowerToQlanv> {
       auto wg = WarpgroupsOp::create(bld, r.getLoc(), r.getNameAttr(), r.getWgBeginAttr(), r.getWgEndAttr());
       wg->setAttr("regs", r.getRegsAttr());
       if (r->hasAttr("turns")) wg->setAttr("turns", UnitAttr::get(r.getContext()));
+      if (auto f = r->getAttr("fresh_addresses")) wg->setAttr("fresh_addresses", f);
       wg.getBody().takeBody(r.getBody());
       Block &blk = wg.getBody().front();
       Operation *term = blk.getTerminator();

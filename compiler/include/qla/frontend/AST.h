@@ -721,7 +721,8 @@ struct IfStmt : Stmt {
   static bool classof(const Stmt *s) { return s->kind == StmtKind::If; }
 };
 
-// role NAME: warpgroup(s) FIRST[..LAST] [, regs R] [, turns] [, partial_waits[(COND)]] { body }
+// role NAME: warpgroup(s) FIRST[..LAST] [, regs R] [, turns] [, partial_waits[(COND)]]
+//   [, fresh_addresses(N)] { body }
 // (top level only)
 struct RoleStmt : Stmt {
   std::string name;
@@ -741,6 +742,13 @@ struct RoleStmt : Stmt {
   // condition, folded by sema; null for the bare flag.
   bool partialWaits = false;
   ExprPtr partialWaitsExpr;
+  // `fresh_addresses(N)`: in this role a shared <-> fragment copy of a
+  // fragment of N or more registers per thread computes its shared-memory
+  // addresses in the copy (the compiler option freshAddressRegs, for one
+  // role; the smaller applies). 0: not given. freshAddressesExpr: N, folded
+  // by sema.
+  int64_t freshAddresses = 0;
+  ExprPtr freshAddressesExpr;
   // Non-literal warpgroup indices and regs (constant expressions of the
   // specialization constants, `2 .. 1 + BV / 64`): folded into the ints
   // above by sema; null for a literal.

@@ -1,4 +1,4 @@
-// CPU stand-ins for qla::dev::stmatrix_x4_trans and ldmatrix_x4_trans (ldstmatrix.cuh), after
+// CPU stand-ins for qla::dev::stmatrix_x4(_trans) and ldmatrix_x4_trans (ldstmatrix.cuh), after
 // frag_copy_cpu_prologue.h (the kernel's text follows). Written from the
 // instruction's documented semantics, independently of the emitter and of
 // FragLayout: stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 stores four 8x8
@@ -64,4 +64,28 @@ inline void ldmatrix_x4_trans(u32 (&r)[4], const void *smem) {
   }
   __syncthreads();
 }
+
+// Without .trans (stmatrix .m8n8.x4): thread t's register i holds row t / 4,
+// columns 2(t%4) (low half) and 2(t%4) + 1 (high half) of matrix i as
+// stored; lane l addresses row l % 8 of matrix l / 8.
+inline void stmatrix_x4(void *smem, const u32 (&r)[4]) {
+  const unsigned t = threadIdx.x, warp0 = t / 32 * 32, lane = t % 32;
+  for (int i = 0; i < 4; ++i) simStm[t].regs[i] = r[i];
+  simStm[t].addr = static_cast<unsigned char *>(smem);
+  ++simStmCalls;
+  __syncthreads();
+  unsigned char *const row = simStm[t].addr;
+  const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(row), a0 = reinterpret_cast<std::uintptr_t>(qla_smem_raw);
+  if ((a & 15u) || a < a0 || a + 16 > a0 + QLA_SMEM_BYTES) {
+    ++simStmBad;
+  } else {
+    const unsigned m = lane / 8, ra = lane % 8;  // this lane's matrix and stored row
+    for (unsigned c = 0; c < 4; ++c) {          // columns 2c, 2c + 1 come from thread 4 ra + c
+      const unsigned w = simStm[warp0 + 4 * ra + c].regs[m];
+      std::memcpy(row + 4 * c, &w, 4);
+    }
+  }
+  __syncthreads();
+}
+
 }  // namespace qla::dev
