@@ -452,9 +452,10 @@ LogicalResult Emitter::emitCopy(CopyOp op) {
 // With a fragment of freshAddressRegs (or the role's fresh_addresses) or
 // more registers a thread, the lane and warp ids are taken afresh (as for
 // the element-wise copies). closeX4Loop ends the scopes.
-void Emitter::openX4Loop(const FragLayout &lay, SharedType tile, bool trans, bool freshIds, const char *blkName,
-                         const char *rowName, std::string &q, std::string &addr) {
-  if (freshIds) {
+void Emitter::openX4Loop(FragType frag, SharedType tile, bool trans, const char *blkName, const char *rowName,
+                         std::string &q, std::string &addr) {
+  const FragLayout lay = FragLayout::of(frag);
+  if (freshAddressesFor(frag)) {
     openFreshIds();  // the scope, with the ids taken afresh
   } else {
     line("{");
@@ -494,12 +495,10 @@ void Emitter::emitStmatrix(CopyOp op, bool trans) {
   auto frag = cast<FragType>(op.getSrc().getType());
   auto tile = cast<SharedType>(op.getDst().getType());
   Type te = tile.getElementType(), fe = frag.getElementType();
-  const FragLayout lay = FragLayout::of(frag);
   const std::string fn = name(op.getSrc()), tn = name(op.getDst());
   const bool same16 = fe == te;  // packed registers move as they are
-  const bool freshIds = freshAddressesFor(frag);
   std::string q, addr;
-  openX4Loop(lay, tile, trans, freshIds, "stm", "sta", q, addr);
+  openX4Loop(frag, tile, trans, "stm", "sta", q, addr);
   std::vector<std::string> regs;
   for (int m = 0; m < 4; ++m) {
     std::string r0 = fmt::format("8 * {} + {}", q, 2 * m), r1 = fmt::format("8 * {} + {}", q, 2 * m + 1);
@@ -522,12 +521,10 @@ void Emitter::emitLdmatrixTrans(CopyOp op) {
   auto frag = cast<FragType>(op.getDst().getType());
   auto tile = cast<SharedType>(op.getSrc().getType());
   Type te = tile.getElementType(), fe = frag.getElementType();
-  const FragLayout lay = FragLayout::of(frag);
   const std::string fn = name(op.getDst()), tn = name(op.getSrc());
   const bool same16 = fe == te;  // packed registers move as they are
-  const bool freshIds = freshAddressesFor(frag);
   std::string q, addr;
-  openX4Loop(lay, tile, /*trans=*/true, freshIds, "ldm", "lda", q, addr);
+  openX4Loop(frag, tile, /*trans=*/true, "ldm", "lda", q, addr);
   std::string ld = fresh("ld");
   line(fmt::format("qla::dev::u32 {}[4];", ld));
   line(fmt::format("qla::dev::ldmatrix_x4_trans({}, {} + ({}));", ld, tn, addr));

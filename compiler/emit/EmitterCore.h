@@ -85,7 +85,7 @@ class Emitter {
   mlir::LogicalResult emitFragGlobal(mlir::Value frag, mlir::Value g, mlir::ValueRange offsets,
                                      llvm::ArrayRef<int64_t> dropped, mlir::ValueRange limits,
                                      llvm::ArrayRef<int64_t> limitDims, bool store, bool transpose = false);
-  // A transposed fragment -> 16-bit shared copy with stmatrix .x4 .trans.
+  // A fragment -> 16-bit shared copy with stmatrix .x4 (.trans with `trans`).
   void emitStmatrix(mlir::qla::CopyOp op, bool trans);
 
   // --- fragments and tensor cores (EmitFragments.cpp) ---
@@ -116,7 +116,7 @@ class Emitter {
   void emitBlockInverse16();
   void emitLdmatrixTrans(mlir::qla::CopyOp op);
   bool freshAddressesFor(mlir::qla::FragType frag) const;
-  void openX4Loop(const FragLayout &lay, mlir::qla::SharedType tile, bool trans, bool freshIds, const char *blkName,
+  void openX4Loop(mlir::qla::FragType frag, mlir::qla::SharedType tile, bool trans, const char *blkName,
                   const char *rowName, std::string &q, std::string &addr);
   void closeX4Loop();
   bool tmaStoreBox(mlir::qla::StoreOp op, std::vector<uint32_t> &box);

@@ -493,7 +493,6 @@ TileDecl *Sema::resolveOperand(GemmOperand &o, const char *which) {
         ok = false;
         continue;
       }
-      sl.extentValue = *ex;
       o.box[i] = *st;
       o.box[2 + i] = *ex;
     }
