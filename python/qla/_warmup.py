@@ -71,9 +71,10 @@ def head_dims(text: str):
             K, V = int(k), int(v or k)
         except ValueError:
             raise argparse.ArgumentTypeError(f"'{part}' is not K or KxV (64, 128, 128x64, ...)")
-        for n in (K, V):
-            if n not in (64, 128):
-                raise argparse.ArgumentTypeError(f"head dim {n} in '{part}': the kernels take 64 or 128")
+        if K not in (64, 128):
+            raise argparse.ArgumentTypeError(f"head dim {K} in '{part}': the kernels take K = 64 or 128")
+        if V not in (64, 128, 256):
+            raise argparse.ArgumentTypeError(f"head dim {V} in '{part}': the kernels take V = 64, 128 or 256")
         heads.append((K, V))
     return heads
 

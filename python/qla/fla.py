@@ -193,8 +193,8 @@ def check(env: Environment, q, k, v, g, beta, scale=None, initial_state=None, ou
         return False, f"QLA requires Hv % Hqk == 0, got Hv = {Hv}, Hqk = {Hqk}"
     if K not in (64, 128):
         return False, f"QLA requires K in {{64, 128}}, got K = {K}"
-    if V not in (64, 128):
-        return False, f"QLA requires V in {{64, 128}}, got V = {V}"
+    if V not in (64, 128, 256):
+        return False, f"QLA requires V in {{64, 128, 256}}, got V = {V}"
     for name, t in (("g", g), ("beta", beta)):
         if t.dtype != "float32" and t.dtype != q.dtype:
             return False, f"QLA requires {name} in f32 or {_d(q)} (the dtype of q), got {_d(t)}"

@@ -116,10 +116,12 @@ def classify(name: str, params: dict, cast_h0: bool) -> tuple[str, list[str], li
     reasons, notes = [], []
     if name in FEATURE_OUT:
         reasons.append(FEATURE_OUT[name])
+    # K in {64, 128}; V in {64, 128, 256}; D is both.
     for key in ("D", "K", "V"):
-        if key in params and params[key] not in (64, 128):
+        takes = (64, 128, 256) if key == "V" else (64, 128)
+        if key in params and params[key] not in takes:
             what = "K = V" if key == "D" else key
-            reasons.append(f"{what} = {params[key]} (QLA takes 64 or 128)")
+            reasons.append(f"{what} = {params[key]} (QLA takes {', '.join(map(str, takes))})")
     dtype = _dtype_name(params["dtype"]) if "dtype" in params else facts.get("dtype")
     if dtype is not None and dtype not in ("float16", "bfloat16"):
         reasons.append(f"q/k/v in {dtype} (QLA takes bf16 or f16)")

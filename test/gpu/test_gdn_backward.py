@@ -17,9 +17,10 @@ calls; bad gradient inputs raise an error naming the problem.
         [--seed N] [--filter SUBSTR] [--no-large] [--verbose] [--fused]
 
 --fused runs the same suite on the fused gradient kernel
-(QLA_GDN_BWD_FUSED=1, kernels/gdn/gdn_bwd_fused.qla; it takes every case,
-bf16 with hi + lo pairs), and a last check that the kernel ran (QLA's log
-names gdn_bwd_fused when it is compiled or loaded).
+(QLA_GDN_BWD_FUSED=1, kernels/gdn/gdn_bwd_fused.qla; it takes every case
+with V up to 128, bf16 with hi + lo pairs; V = 256 stays on the six
+kernels), and a last check that the kernel ran (QLA's log names
+gdn_bwd_fused when it is compiled or loaded).
 
 Prints SKIP and exits 0 without PyTorch or a GPU; otherwise a table and
 "N passed, M failed", exit status 1 on any failure.
@@ -150,6 +151,9 @@ def build_cases():
     cases.append(C(B=2, T=130, K=64, V=64, h0=True, dht=True))
     cases.append(C(B=1, T=200, K=64, V=128, l2=True))
     cases.append(C(B=1, T=200, K=128, V=64, gates="harsh", dht=True))
+    # V = 256 (dqk in two parts of V; the fused gradient kernel takes V up to 128)
+    cases.append(C(B=2, T=333, K=128, V=256, h0=True, dht=True))
+    cases.append(C(B=1, T=200, Hqk=1, Hv=2, K=64, V=256, l2=True))
     cases.append(C(B=2, T=200, g="bf16", beta="bf16", h0=True, dht=True))
     cases.append(C(B=2, T=200, dtype="f16", g="f16", beta="f16"))
     # the states' recompute with context parallelism (segments of 2 chunks)
@@ -356,7 +360,7 @@ def main():
     ap.add_argument("--no-large", action="store_true")
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--fused", action="store_true",
-                    help="the fused gradient kernel (QLA_GDN_BWD_FUSED=1): every case")
+                    help="the fused gradient kernel (QLA_GDN_BWD_FUSED=1): every case with V <= 128")
     ap.add_argument("--warm-only", action="store_true",
                     help="only compile the suite's kernels into the kernel cache (no torch, no GPU needed)")
     args = ap.parse_args()

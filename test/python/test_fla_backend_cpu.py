@@ -154,7 +154,9 @@ def contract():
 
         ("K = 100", E(), call(K=100), False, "K in {64, 128}"),
         ("K = 256", E(), call(K=256), False, "K in {64, 128}"),
-        ("V = 60", E(), call(K=64, V=60), False, "V in {64, 128}"),
+        ("V = 60", E(), call(K=64, V=60), False, "V in {64, 128, 256}"),
+        ("V = 512", E(), call(K=128, V=512), False, "V in {64, 128, 256}"),
+        ("K = 128, V = 256", E(), call(K=128, V=256), True, None),
         ("f32 inputs", E(), call(dt="float32"), False, "bf16 or f16, got f32"),
         ("k in f16 with q bf16", E(), call(kdt="float16"), False, "one dtype"),
         ("v in f32 with q bf16", E(), call(vdt="float32"), False, "one dtype"),

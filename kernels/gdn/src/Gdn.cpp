@@ -38,6 +38,12 @@ void fail(const std::string &msg) { throw Error(kOp + msg); }
 
 bool isHalf(DType d) { return d == DType::BF16 || d == DType::F16; }
 
+std::string headDimsError(int64_t K, int64_t V) {
+  if (K != 64 && K != 128) return "K = " + std::to_string(K) + " is not supported (64 or 128)";
+  if (V != 64 && V != 128 && V != 256) return "V = " + std::to_string(V) + " is not supported (64, 128 or 256)";
+  return "";
+}
+
 // Every tensor argument, in argument order (the optional ones when given).
 std::vector<op::NamedTensor> namedTensors(const ForwardParams &p, const char *oName) {
   std::vector<op::NamedTensor> v = {{"q", view(p.q), false},       {"k", view(p.k), false},
@@ -132,7 +138,7 @@ KernelSpec publicSpec(const op::KernelSlot &s) { return {s.spec.file, s.spec.def
 struct ConfigKernels {
   op::KernelSlot *prepare = nullptr, *state = nullptr;  // the two-kernel path
   op::KernelSlot *segment = nullptr, *merge = nullptr;  // with a split schedule
-  op::KernelSlot *fused = nullptr;                      // the fused path, a whole head per CTA (BV = V)
+  op::KernelSlot *fused = nullptr;                      // the fused path, BV = fusedWideBv(V) (a whole head up to 128)
   op::KernelSlot *fusedSlice = nullptr;                 // ... a 64-wide V slice per CTA (= fused when V = 64)
   op::KernelSlot *fusedPass1 = nullptr;                 // its pass 1 (context parallelism)
   op::KernelSlot *tmat = nullptr;                       // prepare's T for a fused split (OUT_T=1)
@@ -177,8 +183,8 @@ uint32_t configKey(const ForwardConfig &c) {
   put(uint32_t(c.dtype), 3);
   put(uint32_t(c.betaDtype), 3);
   put(uint32_t(c.gDtype), 3);
-  put(c.K == 128, 1);
-  put(c.V == 128, 1);
+  put(c.K == 64 ? 0 : c.K == 128 ? 1 : 2, 2);
+  put(c.V == 64 ? 0 : c.V == 128 ? 1 : 2, 2);
   put(c.varlen, 1);
   put(uint32_t(c.cuDtype), 3);
   put(c.l2norm, 1);
@@ -210,7 +216,7 @@ ConfigKernels kernelsFor(const ForwardConfig &c) {
   ck.state = &r.slot(opSpec(stateKernelSpec(c)));
   ck.segment = &r.slot(opSpec(segmentKernelSpec(c)));
   ck.merge = &r.slot(opSpec(mergeKernelSpec(c)));
-  ck.fused = &r.slot(opSpec(fusedKernelSpec(c)));
+  ck.fused = &r.slot(opSpec(fusedKernelSpec(c, fusedWideBv(c.V))));
   ck.fusedSlice = &r.slot(opSpec(fusedKernelSpec(c, 64)));
   ck.fusedPass1 = &r.slot(opSpec(fusedPass1KernelSpec(c)));
   ck.tmat = &r.slot(opSpec(tmatKernelSpec(c)));
@@ -297,7 +303,7 @@ Plan buildPlan(const ForwardParams &p, const WorkspaceLayout &l, void *workspace
   plan.schedule = l.schedule;
   // The fused kernel of the schedule's V slice; with a split, its pass 1
   // stands in for the state kernel's, and prepare gives both passes T (OUT_T=1).
-  if (l.schedule.fused && l.schedule.fusedBv < c.V) plan.kernels.fused = plan.kernels.fusedSlice;
+  if (l.schedule.fused && l.schedule.fusedBv < fusedWideBv(c.V)) plan.kernels.fused = plan.kernels.fusedSlice;
   const bool split = l.schedule.split;
   const bool fused = l.schedule.fused;
   if (fused) {
@@ -436,8 +442,7 @@ void validate(const ForwardParams &p, const char *oName) {
   const int64_t Hv = p.v.shape[2], V = p.v.shape[3];
   if (Hv % Hqk != 0)
     fail("v has " + std::to_string(Hv) + " heads, not a multiple of the " + std::to_string(Hqk) + " q/k heads");
-  if (K != 64 && K != 128) fail("K = " + std::to_string(K) + " is not supported (64 or 128)");
-  if (V != 64 && V != 128) fail("V = " + std::to_string(V) + " is not supported (64 or 128)");
+  if (const std::string e = headDimsError(K, V); !e.empty()) fail(e);
 
   // g, beta, o.
   const std::vector<int64_t> gShape = {B, T, Hv}, oShape = {B, T, Hv, V};
@@ -709,7 +714,7 @@ std::vector<ForwardConfig> allForwardConfigs() {
     for (bool betaF32 : {true, false})
       for (bool gF32 : {true, false})
       for (int K : {64, 128})
-        for (int V : {64, 128})
+        for (int V : {64, 128, 256})
           for (int vl : {0, 1, 2})  // dense, varlen i32, varlen i64
             for (bool l2 : {false, true})
               for (bool h0 : {false, true})
@@ -782,11 +787,11 @@ KernelSpec fusedKernelSpec(const ForwardConfig &c, int64_t bv) {
   }
   s.defines["HAS_H0"] = c.initialState ? "1" : "0";
   s.defines["STORE_HT"] = c.finalState ? "1" : "0";
-  if (bv != 0 && bv != c.V) {
-    if (bv != 64 || c.V % bv != 0)
-      fail("fused kernel: V slice " + std::to_string(bv) + " for V = " + std::to_string(c.V) + " (64 or V)");
-    s.defines["BV"] = std::to_string(bv);
-  }
+  if (bv == 0) bv = fusedWideBv(c.V);
+  if ((bv != 64 && bv != fusedWideBv(c.V)) || c.V % bv != 0)
+    fail("fused kernel: V slice " + std::to_string(bv) + " for V = " + std::to_string(c.V) + " (64 or " +
+         std::to_string(fusedWideBv(c.V)) + ")");
+  if (bv != c.V) s.defines["BV"] = std::to_string(bv);
   return s;
 }
 
@@ -841,8 +846,7 @@ void detail::checkConfig(const ForwardConfig &c) {
     fail(std::string("warmup: beta dtype ") + dtypeName(c.betaDtype) + " is not f32 or " + dtypeName(c.dtype));
   if (c.gDtype != DType::F32 && c.gDtype != c.dtype)
     fail(std::string("warmup: g dtype ") + dtypeName(c.gDtype) + " is not f32 or " + dtypeName(c.dtype));
-  if ((c.K != 64 && c.K != 128) || (c.V != 64 && c.V != 128))
-    fail("warmup: K = " + std::to_string(c.K) + ", V = " + std::to_string(c.V) + " is not supported (64 or 128)");
+  if (const std::string e = headDimsError(c.K, c.V); !e.empty()) fail("warmup: " + e);
   if (c.varlen && c.cuDtype != DType::I32 && c.cuDtype != DType::I64)
     fail(std::string("warmup: cu_seqlens dtype ") + dtypeName(c.cuDtype) + " is not i32 or i64");
 }

@@ -524,7 +524,7 @@ BackwardConfig backwardConfig(const BackwardParams &p) {
   return c;
 }
 
-// Every configuration the backward takes (K, V in {64, 128}; f16, and bf16
+// Every configuration the backward takes with V up to 128 (f16, and bf16
 // with the recompute's V_new and its own dQK as hi + lo pairs, HILO).
 bool fusedBackwardEligible(const BackwardConfig &c) { return c.fwd.K <= 128 && c.fwd.V <= 128; }
 

@@ -41,8 +41,8 @@ int recurrentSliceOf(int V) {
   if (e && *e) {
     const std::string v = e;
     if (v == "64") return std::min(64, V);
-    if (v == "128") return V;
-    rfail("QLA_GDN_DECODE_BV=" + v + ": 64 (64-row slices of the state) or 128 (whole heads)");
+    if (v == "128") return std::min(128, V);
+    rfail("QLA_GDN_DECODE_BV=" + v + ": 64 (64-row slices of the state) or 128 (whole heads up to V = 128)");
   }
   return std::min(64, V);
 }
@@ -60,8 +60,7 @@ void validateRecurrent(const RecurrentParams &p) {
     expect("v", p.v, {dt}, dn + " (the dtype of q)", {N, T, Hv, V}, "[N, T, Hv, V]");
     if (N < 1 || T < 1) rfail("N and T must be at least 1, got q of shape " + op::dims(p.q.shape));
     if (Hqk < 1 || Hv % Hqk != 0) rfail("Hv = " + std::to_string(Hv) + " is not a multiple of Hqk = " + std::to_string(Hqk));
-    if ((K != 64 && K != 128) || (V != 64 && V != 128))
-      rfail("K = " + std::to_string(K) + ", V = " + std::to_string(V) + ": each must be 64 or 128");
+    if (const std::string e = detail::headDimsError(K, V); !e.empty()) rfail(e);
     expect("g", p.g, {DType::F32, dt}, "f32 or " + dn, {N, T, Hv}, "[N, T, Hv]");
     expect("beta", p.beta, {DType::F32, dt}, "f32 or " + dn, {N, T, Hv}, "[N, T, Hv]");
     if (p.beta_activation < 0 || p.beta_activation > 2)
@@ -144,7 +143,8 @@ KernelSpec recurrentKernelSpec(const RecurrentConfig &c) {
   if (c.poolKFirst) s.defines["PKF"] = "1";
   const int bv = c.bv ? c.bv : recurrentSliceOf(c.V);
   if (bv != c.V) {
-    if (bv != 64 || c.V % 64 != 0) rfail("the decode kernel's V slice is 64 or V, not " + std::to_string(bv));
+    if ((bv != 64 && bv != 128) || c.V % bv != 0)
+      rfail("the decode kernel's V slice is 64, 128 or V, not " + std::to_string(bv));
     s.defines["BV"] = std::to_string(bv);
   }
   return s;
@@ -155,8 +155,7 @@ void warmupRecurrent(const RecurrentConfig &c, bool loadOnGpu) {
     // What validateRecurrent would accept.
     const std::string dn = dtypeName(c.dtype);
     if (!detail::isHalf(c.dtype)) rfail("dtype is " + dn + "; expected bf16 or f16");
-    if ((c.K != 64 && c.K != 128) || (c.V != 64 && c.V != 128))
-      rfail("K = " + std::to_string(c.K) + ", V = " + std::to_string(c.V) + ": each must be 64 or 128");
+    if (const std::string e = detail::headDimsError(c.K, c.V); !e.empty()) rfail(e);
     if (c.gDtype != DType::F32 && c.gDtype != c.dtype) rfail("g's dtype is " + std::string(dtypeName(c.gDtype)) + "; expected f32 or " + dn);
     if (c.betaDtype != DType::F32 && c.betaDtype != c.dtype)
       rfail("beta's dtype is " + std::string(dtypeName(c.betaDtype)) + "; expected f32 or " + dn);

@@ -131,7 +131,7 @@ Schedule computeSchedule(const ForwardShape &s, const MachineModel &m, int64_t f
   // long as the longest, and all the CTAs' time spread over the SMs.
   auto fusedLensUs = [&](const Scenario &c, int64_t ls, int64_t bv) {
     const int64_t hs = s.Hv * cdiv(s.V, bv), nk = cdiv(std::max(s.K, s.V), 64);
-    const double step = bv < s.V ? m.fusedChunkUs : m.fusedHeadChunkUs;
+    const double step = bv < fusedWideBv(s.V) ? m.fusedChunkUs : m.fusedHeadChunkUs;
     auto stepOf = [&](int64_t ns) { return ns > 1 ? step * m.fusedTStepScale : step; };
     double dmax = 0;
     for (const auto &[ch, k] : c.lens) dmax = std::max(dmax, double(std::min(ch, ls)) * stepOf(cdiv(ch, ls)));
@@ -165,7 +165,7 @@ Schedule computeSchedule(const ForwardShape &s, const MachineModel &m, int64_t f
   auto fusedUs = [&](const Scenario &c, int64_t ls, int64_t bv) {
     if (!c.lens.empty()) return fusedLensUs(c, ls, bv);
     const int64_t heads = c.seqs * s.Hv, ns = cdiv(c.chunks, ls);
-    const double step = bv < s.V ? m.fusedChunkUs : m.fusedHeadChunkUs;
+    const double step = bv < fusedWideBv(s.V) ? m.fusedChunkUs : m.fusedHeadChunkUs;
     const double whole = double(cdiv(heads * cdiv(s.V, bv), m.sms)) * (double(c.chunks) * step + m.waveStartUs);
     if (ls == kNoSplit) return whole;
     // The grids of a split are the shape's, whatever the scenario: prepare's
@@ -242,12 +242,13 @@ Schedule computeSchedule(const ForwardShape &s, const MachineModel &m, int64_t f
   Schedule best;
   const Option two = choose([&](const Scenario &c, const Option &o) { return twoKernelUs(c, o.ls); },
                             std::vector<int64_t>{s.V});
-  // The fused kernel's V slices: a whole head first (ties), then 64 columns;
-  // forceBv (64 or V) keeps one.
-  std::vector<int64_t> bvs = {s.V};
-  if (s.V > 64) {
+  // The fused kernel's V slices: the widest (a whole head up to 128) first
+  // (ties), then 64 columns; forceBv (64, or the widest or V) keeps one.
+  const int64_t wide = fusedWideBv(s.V);
+  std::vector<int64_t> bvs = {wide};
+  if (wide > 64) {
     if (forceBv == 64) bvs = {64};
-    else if (forceBv != s.V) bvs.push_back(64);
+    else if (forceBv != wide && forceBv != s.V) bvs.push_back(64);
   }
   auto fusedTime = [&](const Scenario &c, const Option &o) { return fusedUs(c, o.ls, o.bv); };
   const Option fused = choose(fusedTime, bvs);

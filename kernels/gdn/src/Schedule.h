@@ -40,12 +40,17 @@ struct ForwardShape {
 // The lengths cu_seqlens' host copy gives (N + 1 offsets), for ForwardShape.
 void setSequenceChunks(ForwardShape &s, const int64_t *cuHost);
 
+// The fused forward's widest V slice per CTA: the whole head up to V = 128,
+// 128 columns at V = 256 (two math warpgroups, as at V = 128; four would not
+// fit the registers).
+inline int64_t fusedWideBv(int64_t V) { return V > 128 ? 128 : V; }
+
 struct Schedule {
   int64_t segChunks = kNoSplit;  // segment length in chunks
   int64_t numIds = 1;            // segment ids: grid z of the state passes (NZ)
   bool split = false;            // passes 1 and the merge run
   bool fused = false;            // the fused kernel computes the output
-  int64_t fusedBv = 0;           // with fused: the V slice of one CTA (64, or V: a whole head per CTA)
+  int64_t fusedBv = 0;           // with fused: the V slice of one CTA (64, or fusedWideBv(V): a whole head up to 128)
   double predictedUs = 0;        // the model's time of the recurrence, µs (the two-kernel path: without prepare)
   double fusedUs = 0, twoKernelUs = 0;  // the model's whole forward on either path, µs (fusedMode 0)
 };
@@ -111,7 +116,8 @@ struct MachineModel {
 // 0 the model picks the path, weighing the same scenarios as the split. Each
 // path takes its own segment length (its pass 1, merge and pass 2 against
 // its unsplit time), unless `force` sets it.
-// `fusedBv`: 0 lets the model pick the fused kernel's V slice; 64 or V force it.
+// `fusedBv`: 0 lets the model pick the fused kernel's V slice; 64 or
+// fusedWideBv(V) (V itself is taken for it) force it.
 // Memoized per process on every input (the shape with its sequences'
 // lengths, force, fusedMode, fusedBv and each constant of `m`): one
 // evaluation takes about 27 µs, and a training step asks for the same

@@ -849,7 +849,7 @@ TEST_CASE("GDN C ABI: backward and its warmup report errors", "[gdn][capi][backw
   c.dtype = QLA_GDN_BF16;
   c.v = 32;
   CHECK(qla_gdn_backward_warmup(&c, 1, 0, err, sizeof err) == -1);
-  CHECK(std::string(err) == P + "warmup: K = 128, V = 32 is not supported (64 or 128)");
+  CHECK(std::string(err) == P + "warmup: V = 32 is not supported (64, 128 or 256)");
   c.v = 128;
   c.g_dtype = QLA_GDN_F16;
   CHECK(qla_gdn_backward_warmup(&c, 0, 1, err, sizeof err) == -1);

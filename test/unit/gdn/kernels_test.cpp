@@ -210,7 +210,7 @@ static qla::CompiledKernel compileEmbedded(const KernelSpec &spec) {
 
 TEST_CASE("GDN: specializations", "[gdn][kernels]") {
   std::vector<ForwardConfig> all = qla::gdn::allForwardConfigs();
-  CHECK(all.size() == 768);
+  CHECK(all.size() == 1152);  // ... x K in {64, 128} x V in {64, 128, 256}
   std::set<std::string> distinct, prep, state, segment, merge, fused, sliced, pass1, tmat;
   for (auto &c : all) {
     fused.insert(qla::gdn::fusedKernelSpec(c).str());
@@ -224,19 +224,19 @@ TEST_CASE("GDN: specializations", "[gdn][kernels]") {
     merge.insert(qla::gdn::mergeKernelSpec(c).str());
   }
   CHECK(distinct.size() == all.size());
-  CHECK(prep.size() == 192);    // beta and g dtypes select the prepare kernel only
-  CHECK(state.size() == 192);
-  CHECK(segment.size() == 96);  // pass 1 never stores the final state
-  CHECK(merge.size() == 12);    // cu dtype (none, i32, i64) x K x V
-  CHECK(fused.size() == 768);   // every constant of a configuration selects the fused kernel
-  CHECK(sliced.size() == 768);  // and its 64-wide V slice variant (the same kernel where V = 64)
+  CHECK(prep.size() == 288);    // beta and g dtypes select the prepare kernel only
+  CHECK(state.size() == 288);
+  CHECK(segment.size() == 144);  // pass 1 never stores the final state
+  CHECK(merge.size() == 18);     // cu dtype (none, i32, i64) x K x V
+  CHECK(fused.size() == 1152);   // every constant of a configuration selects the fused kernel
+  CHECK(sliced.size() == 1152);  // and its 64-wide V slice variant (the same kernel where V = 64)
   size_t shared = 0;
   for (const std::string &f : sliced) shared += fused.count(f);
-  CHECK(shared == 768 / 2);
+  CHECK(shared == 1152 / 3);
   // The fused path's pass 1 never stores the final state and reads no beta
   // (T' holds it); prepare's T' has prepare's constants.
-  CHECK(pass1.size() == 192);
-  CHECK(tmat.size() == 192);
+  CHECK(pass1.size() == 288);
+  CHECK(tmat.size() == 288);
 
   ForwardConfig c;
   c.varlen = true;
@@ -263,6 +263,15 @@ TEST_CASE("GDN: specializations", "[gdn][kernels]") {
         "gdn_fwd_fused.qla -D BT=f32 -D BV=64 -D CT=i64 -D DK=128 -D DT=bf16 -D DV=128 -D GT=f32 -D HAS_H0=1 -D "
         "L2NORM=0 -D STORE_HT=0 -D VARLEN=1");
   CHECK_THROWS_WITH(qla::gdn::fusedKernelSpec(c, 32), Catch::Contains("V slice 32"));
+  // V = 256: 128-wide slices at most (fusedWideBv), or 64.
+  {
+    ForwardConfig w = c;
+    w.V = 256;
+    CHECK(qla::gdn::fusedKernelSpec(w).defines.at("BV") == "128");
+    CHECK(qla::gdn::fusedKernelSpec(w, 128).str() == qla::gdn::fusedKernelSpec(w).str());
+    CHECK(qla::gdn::fusedKernelSpec(w, 64).defines.at("BV") == "64");
+    CHECK_THROWS_WITH(qla::gdn::fusedKernelSpec(w, 256), Catch::Contains("V slice 256 for V = 256 (64 or 128)"));
+  }
   CHECK(qla::gdn::fusedPass1KernelSpec(c).str() ==
         "gdn_fwd_fused_pass1.qla -D CT=i64 -D DK=128 -D DT=bf16 -D DV=128 -D GT=f32 -D HAS_H0=1 -D L2NORM=0 -D "
         "VARLEN=1");
@@ -320,7 +329,7 @@ TEST_CASE("GDN: every specialization compiles through the QLA compiler with the 
       ++n;
     }
   }
-  CHECK(n == 192 + 192 + 96 + 12 + 768 + 768 / 2 + 192 + 192);
+  CHECK(n == 288 + 288 + 144 + 18 + 1152 + 1152 * 2 / 3 + 288 + 288);
 
   // How the default specialization passes each tensor (for the record).
   ForwardConfig c;
@@ -898,7 +907,7 @@ TEST_CASE("ptxas report parser (spill bytes)", "[gdn][kernels]") {
 
 TEST_CASE("GDN backward: specializations", "[gdn][kernels][backward]") {
   std::vector<BackwardConfig> all = allBackwardConfigs();
-  CHECK(all.size() == 384 / 2 * 2 + 384 / 2 * 4);  // no initial state: dht 0/1; with one: dht x dh0
+  CHECK(all.size() == 576 / 2 * 2 + 576 / 2 * 4);  // no initial state: dht 0/1; with one: dht x dh0
   std::set<std::string> distinct, fwdSpecs;
   std::map<std::string, std::set<std::string>> byFile;  // file (+ role) -> distinct specs
   for (const ForwardConfig &f : qla::gdn::allForwardConfigs())
@@ -929,15 +938,15 @@ TEST_CASE("GDN backward: specializations", "[gdn][kernels][backward]") {
     for (size_t i : {0, 3, 4, 5, 6, 7, 8, 9}) CHECK(fwdSpecs.count(specs[i].str()) == 0);
   }
   CHECK(distinct.size() == all.size());
-  CHECK(byFile["prepare"].size() == 192);  // the forward's, with SAVE_A
-  CHECK(byFile["segment"].size() == 96);
-  CHECK(byFile["merge"].size() == 12);
-  CHECK(byFile["state"].size() == 96);     // dtype x cu x K x V x L2 norm x initial state
-  CHECK(byFile["dhseg"].size() == 96);     // dtype x cu x K x V x L2 norm x dht (pass 1: no dh0)
-  CHECK(byFile["dhmerge"].size() == 12);   // the forward's merge, REVERSE=1
-  CHECK(byFile["dh"].size() == 192);       // dtype x cu x K x V x L2 norm x dh0 x dht
-  CHECK(byFile["dqk"].size() == 48);       // dtype x cu x K x V x L2 norm
-  CHECK(byFile["wy"].size() == 96);        // ... x beta dtype
+  CHECK(byFile["prepare"].size() == 288);  // the forward's, with SAVE_A
+  CHECK(byFile["segment"].size() == 144);
+  CHECK(byFile["merge"].size() == 18);
+  CHECK(byFile["state"].size() == 144);    // dtype x cu x K x V x L2 norm x initial state
+  CHECK(byFile["dhseg"].size() == 144);    // dtype x cu x K x V x L2 norm x dht (pass 1: no dh0)
+  CHECK(byFile["dhmerge"].size() == 18);   // the forward's merge, REVERSE=1
+  CHECK(byFile["dh"].size() == 288);       // dtype x cu x K x V x L2 norm x dh0 x dht
+  CHECK(byFile["dqk"].size() == 72);       // dtype x cu x K x V x L2 norm
+  CHECK(byFile["wy"].size() == 144);       // ... x beta dtype
   CHECK(byFile["finish"].size() == 48);    // dtype x g dtype x cu x K x L2 norm
 
   BackwardConfig c;
@@ -1012,15 +1021,16 @@ TEST_CASE("GDN backward: every specialization compiles through the QLA compiler 
   auto t0 = std::chrono::steady_clock::now();
   for (const BackwardConfig &c : allBackwardConfigs())
     for (const KernelSpec &spec : qla::gdn::backwardKernelSpecs(c)) compile(c, spec);
-  CHECK(n == 192 + 96 + 96 + 12 + 192 + 48 + 96 + 48 + 48);  // ... + the bf16 segment kernels (HILO=1)
-  // The dh kernel's 64-wide V slice (V = 128; backwardConfig picks it for
-  // large grids): its pass 2 and pass 1.
+  // (finish's 48 do not depend on V; the others come in thirds, V = 64, 128, 256)
+  CHECK(n == 288 + 144 + 144 + 18 + 288 + 72 + 144 + 72 + 48);  // ... + the bf16 segment kernels (HILO=1)
+  // The dh kernel's 64-wide V slice (V = 128 and 256; backwardConfig picks
+  // it for large grids): its pass 2 and pass 1.
   for (BackwardConfig c : allBackwardConfigs()) {
-    if (c.fwd.V != 128) continue;
+    if (c.fwd.V < 128) continue;
     c.dhBv = 64;
     for (const KernelSpec &spec : {qla::gdn::dhKernelSpec(c), qla::gdn::dhSegmentKernelSpec(c)}) compile(c, spec);
   }
-  CHECK(n == 192 + 96 + 96 + 12 + 192 + 48 + 96 + 48 + 48 + 96 + 48);
+  CHECK(n == 288 + 144 + 144 + 18 + 288 + 72 + 144 + 72 + 48 + 192 + 96);
   std::printf("gdn backward: %d specializations through the front end in %.1f s\n", n,
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 }
@@ -1028,12 +1038,18 @@ TEST_CASE("GDN backward: every specialization compiles through the QLA compiler 
 TEST_CASE("GDN backward: the fused gradient kernel's specializations (first version, off by default)",
           "[gdn][kernels][backward]") {
   if (!backwardKernelsPresent()) return;
-  // Every configuration the backward takes (bf16 with hi + lo pairs).
+  // Every configuration the backward takes with V up to 128 (bf16 with hi +
+  // lo pairs); V = 256 stays on the six kernels.
   int eligible = 0, n = 0;
   unsetenv("QLA_GDN_BWD_FUSED");
   for (BackwardConfig c : allBackwardConfigs()) {
     INFO(c.str());
-    REQUIRE(qla::gdn::fusedBackwardEligible(c));
+    REQUIRE(qla::gdn::fusedBackwardEligible(c) == (c.fwd.V <= 128));
+    if (c.fwd.V > 128) {
+      c.fused = true;
+      CHECK_THROWS_WITH(qla::gdn::fusedBackwardKernelSpec(c), Catch::Contains("takes K and V up to 128"));
+      continue;
+    }
     ++eligible;
     c.fused = true;
     CHECK(c.str().find(" fused=1") != std::string::npos);
@@ -1067,7 +1083,7 @@ TEST_CASE("GDN backward: the fused gradient kernel's specializations (first vers
     CHECK(k.info.threads == 512);
     CHECK(k.info.dynamicSmemBytes <= 232448);  // an sm_90 block's 227 KB
   }
-  CHECK(eligible > 0);
+  CHECK(eligible == int(allBackwardConfigs().size()) * 2 / 3);
   CHECK(n > 0);
 }
 

@@ -115,6 +115,15 @@ TEST_CASE("GDN schedule: the fused kernel where its CTAs fill the machine", "[gd
   ForwardShape v64 = shape(4, 8192, 32);
   v64.V = 64;
   CHECK(qla::gdn::forwardSchedule(v64, m, 0, 1, 128).fusedBv == 64);
+  // V = 256: 128-wide slices at most (fusedWideBv; 256 asks for them too), or 64.
+  ForwardShape v256 = shape(4, 8192, 32);
+  v256.V = 256;
+  CHECK(qla::gdn::fusedWideBv(256) == 128);
+  CHECK(qla::gdn::forwardSchedule(v256, m, 0, 1, 128).fusedBv == 128);
+  CHECK(qla::gdn::forwardSchedule(v256, m, 0, 1, 256).fusedBv == 128);
+  CHECK(qla::gdn::forwardSchedule(v256, m, 0, 1, 64).fusedBv == 64);
+  const int64_t bv256 = qla::gdn::forwardSchedule(v256, m, 0, 1).fusedBv;
+  CHECK((bv256 == 64 || bv256 == 128));
   // Few heads, one long sequence: the fused kernel in segments, whole heads;
   // the model's segment length is the best one measured (32 chunks: 0.299
   // ms; 64: 0.390, 128: 0.649; the two-kernel path 0.49).

@@ -369,7 +369,11 @@ TEST_CASE("GDN forward: shape errors", "[gdn][validate]") {
   SECTION("V") {
     Shape s;
     s.V = 32;
-    CHECK(validationError(validParams(s)) == P + "V = 32 is not supported (64 or 128)");
+    CHECK(validationError(validParams(s)) == P + "V = 32 is not supported (64, 128 or 256)");
+    s.V = 512;
+    CHECK(validationError(validParams(s)) == P + "V = 512 is not supported (64, 128 or 256)");
+    s.V = 256;
+    CHECK(validationError(validParams(s)) == "<no error>");
   }
   SECTION("g") {
     p.g.shape = {2, 100, 4};

@@ -167,7 +167,7 @@ struct ForwardConfig {
   DType dtype = DType::BF16;      // q, k, v, o
   DType betaDtype = DType::F32;   // f32 or dtype
   DType gDtype = DType::F32;      // f32 or dtype
-  int K = 128, V = 128;           // 64 or 128 each
+  int K = 128, V = 128;           // K: 64 or 128; V: 64, 128 or 256
   bool varlen = false;
   DType cuDtype = DType::I32;     // cu_seqlens dtype (i32 or i64); i32 when !varlen
   bool l2norm = false;

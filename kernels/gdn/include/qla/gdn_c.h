@@ -68,7 +68,7 @@ typedef struct qla_gdn_forward_args {
 typedef struct qla_gdn_forward_config {
   int32_t dtype;          /* QLA_GDN_BF16 or QLA_GDN_F16 */
   int32_t beta_dtype;     /* QLA_GDN_F32 or dtype */
-  int32_t k, v;           /* 64 or 128 */
+  int32_t k, v;           /* k: 64 or 128; v: 64, 128 or 256 */
   int32_t varlen;         /* 0 or 1 */
   int32_t cu_dtype;       /* QLA_GDN_I32 or QLA_GDN_I64 (varlen only) */
   int32_t use_qk_l2norm;
@@ -149,7 +149,7 @@ typedef struct qla_gdn_recurrent_config {
   int32_t g_dtype;         /* QLA_GDN_F32 or dtype */
   int32_t beta_dtype;      /* QLA_GDN_F32 or dtype */
   int32_t state_dtype;     /* QLA_GDN_F32 or QLA_GDN_BF16: the pool */
-  int32_t k, v;            /* 64 or 128 */
+  int32_t k, v;            /* k: 64 or 128; v: 64, 128 or 256 */
   int32_t use_qk_l2norm;   /* 0 or 1 */
   int32_t beta_activation; /* 0, 1 or 2 */
   int32_t gate;            /* 0: none; 1: the in-kernel gate with dt_bias; 2: without */

@@ -90,6 +90,8 @@ struct Problem {
   bool gate = false;      // ForwardParams::use_gate: g holds g_raw, log decay −exp(A_log) softplus(g_raw + dt_bias)
   bool gateBias = true;   // with dt_bias
   bool vFirst = false;    // ForwardParams::state_v_first: the states [N, Hv, V, K]
+  int64_t segChunks = 0;  // ForwardParams/BackwardParams::segment_chunks (1: a split at every chunk)
+  int fusedBv = 0;        // QLA_GDN_FUSED_BV: the fused forward's V slice (0: the model's)
   int64_t N() const { return offsets.empty() ? B : int64_t(offsets.size()) - 1; }
   double scale() const { return 1.0 / std::sqrt(double(K)); }
 };
@@ -421,6 +423,7 @@ Errors measure(const Problem &pb, bool skipForward, bool measureOnly) {
   fp.beta_activation = pb.betaAct;
   fp.fused = pb.fusedForward;
   fp.state_v_first = pb.vFirst;
+  fp.segment_chunks = pb.segChunks;
   if (pb.gate) {
     fp.use_gate = true;
     fp.A_log = alog.ref();
@@ -428,8 +431,10 @@ Errors measure(const Problem &pb, bool skipForward, bool measureOnly) {
   }
   o.poison(), ht.poison();
   if (!skipForward) {
+    if (pb.fusedBv) setenv("QLA_GDN_FUSED_BV", std::to_string(pb.fusedBv).c_str(), 1);
     Buf ws(qla::gdn::forwardWorkspaceBytes(fp));
     qla::gdn::forward(fp, ws.p, qla::gdn::forwardWorkspaceBytes(fp));
+    unsetenv("QLA_GDN_FUSED_BV");
   }
   if (!skipForward) {
     out.o = relRms(o.get(), ref.o), out.ht = relRms(kFirst(ht), ref.ht);
@@ -447,6 +452,7 @@ Errors measure(const Problem &pb, bool skipForward, bool measureOnly) {
   bp.use_qk_l2norm = pb.l2norm;
   bp.beta_activation = pb.betaAct;
   bp.state_v_first = pb.vFirst;
+  bp.segment_chunks = pb.segChunks;
   if (pb.gate) {
     bp.use_gate = true;
     bp.A_log = alog.ref();
@@ -652,6 +658,43 @@ TEST_CASE("GDN forward and backward on the simulator: V-first states, K != V", "
   pb.offsets = {0, 40, 100};
   pb.gate = true;
   pb.fusedForward = pb.fusedBackward = 1;
+  runCase(pb);
+}
+
+TEST_CASE("GDN forward and backward on the simulator: V = 256", "[gdn][sim][v256]") {
+  // The two-kernel forward (32-wide V slices) and the six-kernel backward
+  // (dqk in two 128-column parts of V).
+  Problem pb;
+  pb.name = "V=256 K=128 bf16 l2 h0 dht Hv=2 two-kernel";
+  pb.dt = DType::BF16;
+  pb.T = 130;
+  pb.K = 128;
+  pb.V = 256;
+  pb.Hv = 2;
+  pb.l2norm = pb.h0 = pb.dht = true;
+  pb.fusedForward = -1;
+  runCase(pb);
+  // The fused forward in 128-wide slices (two CTAs per head), varlen.
+  pb.name = "V=256 K=64 f16 varlen h0 dht fused BV=128";
+  pb.dt = DType::F16;
+  pb.K = 64;
+  pb.Hv = 1;
+  pb.l2norm = false;
+  pb.T = 200;
+  pb.offsets = {0, 70, 71, 200};
+  pb.fusedForward = 1;
+  pb.fusedBv = 128;
+  runCase(pb);
+  // 64-wide slices, split at every chunk (pass 1, the merge; the backward's
+  // recompute and dh split as well).
+  pb.name = "V=256 K=128 bf16 l2 fused BV=64 split";
+  pb.dt = DType::BF16;
+  pb.K = 128;
+  pb.offsets.clear();
+  pb.T = 150;
+  pb.l2norm = true;
+  pb.fusedBv = 64;
+  pb.segChunks = 1;
   runCase(pb);
 }
 
@@ -1018,6 +1061,19 @@ TEST_CASE("GDN prefill: K-first pools and prefix-caching checkpoints on the simu
   pb.T = 200;
   pb.K = pb.V = 64;
   runPrefill(pb, DType::F32, true, false, 64);
+  // V = 256: the fused kernel's 128-wide slices (the model's or forced).
+  pb.name = "prefill V=256 K=128 split, checkpoints every 64";
+  pb.B = 1;
+  pb.T = 150;
+  pb.K = 128;
+  pb.V = 256;
+  runPrefill(pb, DType::BF16, true, false, 64);
+  setenv("QLA_GDN_FUSED_BV", "64", 1);
+  pb.name = "prefill V=256 K=64 K-first, 64-wide slices";
+  pb.K = 64;
+  pb.offsets = {0, 90, 150};
+  runPrefill(pb, DType::F32, false, true);
+  unsetenv("QLA_GDN_FUSED_BV");
 }
 
 TEST_CASE("GDN decode and verify over a state pool on the simulator", "[gdn][sim][recurrent]") {
@@ -1049,7 +1105,7 @@ TEST_CASE("GDN decode and verify over a state pool on the simulator", "[gdn][sim
   CHECK(qla::gdn::recurrentKernelSpec(rc).defines.at("BV") == "64");
   setenv("QLA_GDN_DECODE_BV", "32", 1);
   CHECK_THROWS_WITH(qla::gdn::recurrentSliceOf(128),
-                    Catch::Contains("QLA_GDN_DECODE_BV=32: 64 (64-row slices of the state) or 128 (whole heads)"));
+                    Catch::Contains("QLA_GDN_DECODE_BV=32: 64 (64-row slices of the state) or 128 (whole heads up to V = 128)"));
   unsetenv("QLA_GDN_DECODE_BV");
   CHECK(qla::gdn::recurrentSliceOf(128) == 64);
   CHECK(qla::gdn::recurrentSliceOf(64) == 64);
@@ -1059,4 +1115,17 @@ TEST_CASE("GDN decode and verify over a state pool on the simulator", "[gdn][sim
   pb.gate = false;
   pb.betaAct = 0;
   runRecurrent(pb, DType::F32, true);
+  // V = 256: four 64-row slices of the state (two 128-row ones with
+  // QLA_GDN_DECODE_BV=128).
+  pb.name = "verify N=2 T=2 K=128 V=256 bf16 pool";
+  pb.K = 128;
+  pb.V = 256;
+  runRecurrent(pb, DType::BF16);
+  setenv("QLA_GDN_DECODE_BV", "128", 1);
+  CHECK(qla::gdn::recurrentSliceOf(256) == 128);
+  pb.name = "decode N=2 T=1 K=64 V=256 f32 pool, BV=128";
+  pb.T = 1;
+  pb.K = 64;
+  runRecurrent(pb, DType::F32);
+  unsetenv("QLA_GDN_DECODE_BV");
 }
