@@ -71,8 +71,8 @@ def head_dims(text: str):
             K, V = int(k), int(v or k)
         except ValueError:
             raise argparse.ArgumentTypeError(f"'{part}' is not K or KxV (64, 128, 128x64, ...)")
-        if K not in (64, 128):
-            raise argparse.ArgumentTypeError(f"head dim {K} in '{part}': the kernels take K = 64 or 128")
+        if K not in (64, 128, 256):
+            raise argparse.ArgumentTypeError(f"head dim {K} in '{part}': the kernels take K = 64, 128 or 256")
         if V not in (64, 128, 256):
             raise argparse.ArgumentTypeError(f"head dim {V} in '{part}': the kernels take V = 64, 128 or 256")
         heads.append((K, V))

@@ -30,7 +30,7 @@ QLA.
 
 The verifier accepts exactly QLA's contract: q, k, v bf16 or f16 (one dtype)
 on one sm_90 GPU, [B, T, Hqk, K] / [B, T, Hv, V] with Hv % Hqk == 0 and K, V
-in {64, 128}; g and beta [B, T, Hv] in f32 or q's dtype; a finite scale or
+in {64, 128, 256}; g and beta [B, T, Hv] in f32 or q's dtype; a finite scale or
 None; an f32 initial state [N, Hv, K, V]; int32/int64 cu_seqlens with B = 1;
 chunk size 64 (FLA's ``chunk_size`` keyword absent or 64);
 use_beta_sigmoid_in_kernel and allow_neg_eigval (the kernels compute beta);
@@ -191,8 +191,8 @@ def check(env: Environment, q, k, v, g, beta, scale=None, initial_state=None, ou
         return False, f"QLA requires non-empty inputs, got q {_shape(q)} and v {_shape(v)}"
     if Hv % Hqk != 0:
         return False, f"QLA requires Hv % Hqk == 0, got Hv = {Hv}, Hqk = {Hqk}"
-    if K not in (64, 128):
-        return False, f"QLA requires K in {{64, 128}}, got K = {K}"
+    if K not in (64, 128, 256):
+        return False, f"QLA requires K in {{64, 128, 256}}, got K = {K}"
     if V not in (64, 128, 256):
         return False, f"QLA requires V in {{64, 128, 256}}, got V = {V}"
     for name, t in (("g", g), ("beta", beta)):

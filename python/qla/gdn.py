@@ -502,7 +502,7 @@ def chunk_gated_delta_rule(q, k, v, g, beta, scale: float | None = None, initial
                            state_v_first: bool = False):
     """The gated delta rule over chunks of 64 tokens (FLA's function of this name).
 
-    q, k: [B, T, Hqk, K] bf16/f16; v: [B, T, Hv, V] (Hv % Hqk == 0; K in {64, 128}, V in {64, 128, 256});
+    q, k: [B, T, Hqk, K] bf16/f16; v: [B, T, Hv, V] (Hv % Hqk == 0; K, V in {64, 128, 256});
     g: [B, T, Hv] log decay, f32 or the input dtype; beta: [B, T, Hv] f32 or the input dtype;
     scale: default K ** -0.5; initial_state: [N, Hv, K, V] f32;
     cu_seqlens: [N + 1] int32/int64 offsets of N packed sequences (B must be 1);
@@ -644,7 +644,7 @@ def recurrent(q, k, v, g, beta, state_pool, read_index, write_index, scale: floa
     """Decode and speculative verify over a state pool (the serving stacks'
     layout; kernels/gdn/gdn_recurrent.qla): T tokens of each of N sequences.
 
-    q, k: [N, T, Hqk, K]; v: [N, T, Hv, V] (bf16/f16; K in {64, 128}, V in {64, 128, 256});
+    q, k: [N, T, Hqk, K]; v: [N, T, Hv, V] (bf16/f16; K, V in {64, 128, 256});
     g: [N, T, Hv] log decay, or with use_gate_in_kernel the raw input a
     (log decay -exp(A_log) * softplus(a + dt_bias), A_log and dt_bias [Hv]);
     beta: [N, T, Hv], or logits with use_beta_sigmoid_in_kernel (sigmoid,

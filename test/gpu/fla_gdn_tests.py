@@ -116,9 +116,9 @@ def classify(name: str, params: dict, cast_h0: bool) -> tuple[str, list[str], li
     reasons, notes = [], []
     if name in FEATURE_OUT:
         reasons.append(FEATURE_OUT[name])
-    # K in {64, 128}; V in {64, 128, 256}; D is both.
+    # K and V in {64, 128, 256}; D is both.
     for key in ("D", "K", "V"):
-        takes = (64, 128, 256) if key == "V" else (64, 128)
+        takes = (64, 128, 256)
         if key in params and params[key] not in takes:
             what = "K = V" if key == "D" else key
             reasons.append(f"{what} = {params[key]} (QLA takes {', '.join(map(str, takes))})")

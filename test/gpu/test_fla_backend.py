@@ -178,7 +178,7 @@ INSIDE = [
 ]
 # Calls outside it, with words the refusal must contain.
 OUTSIDE = [
-    (dict(dtype="bf16", B=2, T=200, H=2, HV=2, K=100, V=100, h0=True, ht=True), "K in {64, 128}"),
+    (dict(dtype="bf16", B=2, T=200, H=2, HV=2, K=100, V=100, h0=True, ht=True), "K in {64, 128, 256}"),
     (dict(dtype="f32", B=1, T=200, H=2, HV=2, K=64, V=64, ht=True), "bf16 or f16, got f32"),
     (dict(dtype="bf16", B=1, T=256, H=2, HV=2, K=128, V=128, extra=dict(chunk_size=32)), "chunk_size=32"),
     (dict(dtype="f16", cu=[0, 15, 100, 300], H=2, HV=2, K=64, V=64, h0=True, h0_dtype="f16", ht=True,

@@ -18,7 +18,7 @@ calls; bad gradient inputs raise an error naming the problem.
 
 --fused runs the same suite on the fused gradient kernel
 (QLA_GDN_BWD_FUSED=1, kernels/gdn/gdn_bwd_fused.qla; it takes every case
-with V up to 128, bf16 with hi + lo pairs; V = 256 stays on the six
+with K and V up to 128, bf16 with hi + lo pairs; 256 stays on the six
 kernels), and a last check that the kernel ran (QLA's log names
 gdn_bwd_fused when it is compiled or loaded).
 
@@ -154,6 +154,9 @@ def build_cases():
     # V = 256 (dqk in two parts of V; the fused gradient kernel takes V up to 128)
     cases.append(C(B=2, T=333, K=128, V=256, h0=True, dht=True))
     cases.append(C(B=1, T=200, Hqk=1, Hv=2, K=64, V=256, l2=True))
+    # K = 256 (dqk in two parts of K; no split, no fused gradient kernel)
+    cases.append(C(B=2, T=333, K=256, V=128, h0=True, dht=True))
+    cases.append(C(lens=[1, 64, 200], K=256, V=256, l2=True, h0=True))
     cases.append(C(B=2, T=200, g="bf16", beta="bf16", h0=True, dht=True))
     cases.append(C(B=2, T=200, dtype="f16", g="f16", beta="f16"))
     # the states' recompute with context parallelism (segments of 2 chunks)

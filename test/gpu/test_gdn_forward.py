@@ -302,11 +302,14 @@ def build_cases():
     # K = V = 64
     for T, B, gates in ((1, 2, "logsigmoid"), (65, 2, "harsh"), (1000, 2, "logsigmoid")):
         cases.append(C(B=B, T=T, K=64, V=64, gates=gates, h0=True))
-    # K != V (the contract allows K in {64, 128}, V in {64, 128, 256} independently)
+    # K != V (the contract allows K, V in {64, 128, 256} independently)
     cases += [C(B=2, T=200, K=64, V=128, h0=True), C(B=2, T=200, K=128, V=64, h0=True)]
     # V = 256 (the fused kernel in 128- or 64-wide slices, the state kernel in 32-wide ones)
     cases += [C(B=2, T=1000, K=128, V=256, h0=True), C(lens=L1, K=64, V=256, l2=True, h0=True),
               C(B=1, T=4096, Hqk=4, Hv=8, K=128, V=256, gates="harsh", seg=8)]
+    # K = 256 (the two-kernel path, unsplit)
+    cases += [C(B=2, T=1000, K=256, V=128, h0=True), C(lens=L1, K=256, V=256, l2=True, h0=True),
+              C(B=1, T=333, Hqk=1, Hv=2, K=256, V=64, gates="harsh")]
     # f16, beta dtypes
     cases += [C(B=2, T=65, dtype="f16"), C(B=2, T=1000, dtype="f16", gates="harsh", h0=True),
               C(B=2, T=333, dtype="f16", beta="f16"), C(B=2, T=333, beta="bf16", h0=True),

@@ -39,7 +39,7 @@ void fail(const std::string &msg) { throw Error(kOp + msg); }
 bool isHalf(DType d) { return d == DType::BF16 || d == DType::F16; }
 
 std::string headDimsError(int64_t K, int64_t V) {
-  if (K != 64 && K != 128) return "K = " + std::to_string(K) + " is not supported (64 or 128)";
+  if (K != 64 && K != 128 && K != 256) return "K = " + std::to_string(K) + " is not supported (64, 128 or 256)";
   if (V != 64 && V != 128 && V != 256) return "V = " + std::to_string(V) + " is not supported (64, 128 or 256)";
   return "";
 }
@@ -496,6 +496,14 @@ void validate(const ForwardParams &p, const char *oName) {
   if (p.segment_chunks < -1)
     fail("segment_chunks = " + std::to_string(p.segment_chunks) +
          " (0: the cost model, -1: never split, n > 0: segments of n chunks)");
+  // K = 256: the two-kernel path, unsplit (Schedule.h, splitAndFusedTake).
+  if (!splitAndFusedTake(K)) {
+    const std::string why = " (K = " + std::to_string(K) + " runs the two-kernel forward without a split: the fused "
+                            "kernels and the segments' merge take K up to " + std::to_string(kMaxFusedK) + ")";
+    if (p.segment_chunks > 0) fail("segment_chunks = " + std::to_string(p.segment_chunks) + why);
+    if (p.state_pool) fail("state_pool needs the fused kernel" + why);
+    if (p.fused > 0) fail("fused = " + std::to_string(p.fused) + why);
+  }
 
   // Layouts: q, k, v, o and the states are read/written by TMA (16-byte rows);
   // g, beta and cu_seqlens need a unit last-dim stride (the kernels' own
@@ -713,7 +721,7 @@ std::vector<ForwardConfig> allForwardConfigs() {
   for (DType dt : {DType::BF16, DType::F16})
     for (bool betaF32 : {true, false})
       for (bool gF32 : {true, false})
-      for (int K : {64, 128})
+      for (int K : {64, 128, 256})
         for (int V : {64, 128, 256})
           for (int vl : {0, 1, 2})  // dense, varlen i32, varlen i64
             for (bool l2 : {false, true})
@@ -868,8 +876,11 @@ void warmupConfig(const ForwardConfig &cIn, bool loadOnGpu) {
   }
   const ForwardConfig c = ungated(cIn);
   ConfigKernels ck = kernelsFor(c);
-  const std::initializer_list<op::KernelSlot *> slots = {ck.prepare, ck.state,      ck.segment,    ck.merge,
-                                                          ck.fused,   ck.fusedSlice, ck.fusedPass1, ck.tmat};
+  // (K = 256: the two-kernel path alone, unsplit.)
+  const std::vector<op::KernelSlot *> slots =
+      splitAndFusedTake(c.K) ? std::vector<op::KernelSlot *>{ck.prepare, ck.state,      ck.segment,    ck.merge,
+                                                              ck.fused,   ck.fusedSlice, ck.fusedPass1, ck.tmat}
+                             : std::vector<op::KernelSlot *>{ck.prepare, ck.state};
   for (op::KernelSlot *k : slots) compiled(*k);
   if (loadOnGpu && rt::gpuAvailable()) {
     CUcontext ctx = op::currentOrPrimaryContext();

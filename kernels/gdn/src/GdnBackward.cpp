@@ -43,7 +43,7 @@ int dhSliceOf(const BackwardParams &p, const Schedule &sch, int sms) {
     if (bv != 32 && bv != 64) fail("QLA_GDN_DH_BV = " + std::string(e) + " (32 or 64)");
     if (bv <= V) return bv;
   }
-  if (V < 64) return 32;
+  if (V < 64 || p.q.shape[3] > 128) return 32;  // (at K = 256 the 64-wide slice spills)
   const int64_t N = p.cu_seqlens ? p.cu_seqlens->shape[0] - 1 : B;
   const int64_t chunks = (T + kChunk - 1) / kChunk;  // per sequence (dense) or in all (varlen)
   int64_t segs = N;
@@ -274,7 +274,10 @@ BackwardKernels kernelsFor(const BackwardConfig &c) {
   return bk;
 }
 
-std::vector<op::KernelSlot *> all(const BackwardKernels &k) {
+// The kernels a configuration can launch (at K = 256 no split: no segment
+// passes or merges).
+std::vector<op::KernelSlot *> all(const BackwardKernels &k, const BackwardConfig &c) {
+  if (!splitAndFusedTake(c.fwd.K)) return {k.prepare, k.state, k.dh, k.dqk, k.wy, k.finish};
   if (k.fused) return {k.prepare, k.segment, k.merge, k.state, k.dhSegment, k.dhMerge, k.fused, k.finish};
   return {k.prepare, k.segment, k.merge, k.state, k.dhSegment, k.dhMerge, k.dh, k.dqk, k.wy, k.finish};
 }
@@ -638,6 +641,9 @@ KernelSpec fusedBackwardKernelSpec(const BackwardConfig &c) {
 }
 
 std::vector<KernelSpec> backwardKernelSpecs(const BackwardConfig &c) {
+  if (!splitAndFusedTake(c.fwd.K))  // K = 256: no split, no fused kernel
+    return {backwardPrepareKernelSpec(c), backwardStateKernelSpec(c), dhKernelSpec(c),
+            dqkKernelSpec(c),             wyKernelSpec(c),            finishKernelSpec(c)};
   if (c.fused)
     return {backwardPrepareKernelSpec(c), backwardSegmentKernelSpec(c), mergeKernelSpec(c.fwd),
             backwardStateKernelSpec(c),   dhSegmentKernelSpec(c),    dhMergeKernelSpec(c),
@@ -655,7 +661,7 @@ void warmupBackward(const BackwardConfig &cIn, bool loadOnGpu) {
     BackwardConfig c = cIn;
     c.fwd = ungated(cIn.fwd);
     // Both V slices of the dh kernel (backwardConfig picks one per call).
-    std::vector<op::KernelSlot *> slots = all(kernelsFor(c));
+    std::vector<op::KernelSlot *> slots = all(kernelsFor(c), c);
     if (cIn.fwd.gate)
       for (int pass : {0, 1, 2}) slots.push_back(&registry().slot(opSpec(gateKernelSpec(cIn.fwd, pass))));
     if (cIn.fwd.stateVFirst)
@@ -666,7 +672,7 @@ void warmupBackward(const BackwardConfig &cIn, bool loadOnGpu) {
       o.dhBv = bv;
       BackwardKernels k = kernelsFor(o);
       slots.push_back(k.dh);
-      slots.push_back(k.dhSegment);
+      if (splitAndFusedTake(c.fwd.K)) slots.push_back(k.dhSegment);
     }
     // The fused gradient kernel too where QLA_GDN_BWD_FUSED asks for it.
     if (!c.fused && fusedBackwardRequested() && fusedBackwardEligible(c)) {

@@ -70,6 +70,10 @@ namespace {
 
 Schedule computeSchedule(const ForwardShape &s, const MachineModel &m, int64_t force, int fusedMode,
                          int64_t forceBv) {
+  if (!splitAndFusedTake(s.K)) {
+    fusedMode = -1;
+    force = -1;
+  }
   const int64_t N = s.numSequences > 0 ? s.numSequences : s.B;
   const int64_t nV = s.V / kSlice, nK = s.K / kSlice, total = cdiv(s.T, kChunk);
 

@@ -45,6 +45,13 @@ void setSequenceChunks(ForwardShape &s, const int64_t *cuHost);
 // fit the registers).
 inline int64_t fusedWideBv(int64_t V) { return V > 128 ? 128 : V; }
 
+// The fused kernels (gdn_fwd_fused, its pass 1) and the segments' merge
+// take K up to 128; K = 256 runs the two-kernel forward (prepare, state)
+// without a split, and the schedule says so whatever it is asked
+// (kernels/gdn/KERNELS.md, "Head sizes").
+constexpr int64_t kMaxFusedK = 128;
+inline bool splitAndFusedTake(int64_t K) { return K <= kMaxFusedK; }
+
 struct Schedule {
   int64_t segChunks = kNoSplit;  // segment length in chunks
   int64_t numIds = 1;            // segment ids: grid z of the state passes (NZ)

@@ -210,20 +210,27 @@ static qla::CompiledKernel compileEmbedded(const KernelSpec &spec) {
 
 TEST_CASE("GDN: specializations", "[gdn][kernels]") {
   std::vector<ForwardConfig> all = qla::gdn::allForwardConfigs();
-  CHECK(all.size() == 1152);  // ... x K in {64, 128} x V in {64, 128, 256}
-  std::set<std::string> distinct, prep, state, segment, merge, fused, sliced, pass1, tmat;
+  CHECK(all.size() == 1728);  // ... x K in {64, 128, 256} x V in {64, 128, 256}
+  std::set<std::string> distinct, prep, state, segment, merge, fused, sliced, pass1, tmat, wide;
   for (auto &c : all) {
+    distinct.insert(c.str());
+    if (c.K > 128) {  // K = 256: the two-kernel path, unsplit
+      wide.insert(qla::gdn::prepareKernelSpec(c).str());
+      wide.insert(qla::gdn::stateKernelSpec(c).str());
+      continue;
+    }
     fused.insert(qla::gdn::fusedKernelSpec(c).str());
     sliced.insert(qla::gdn::fusedKernelSpec(c, 64).str());
     pass1.insert(qla::gdn::fusedPass1KernelSpec(c).str());
     tmat.insert(qla::gdn::tmatKernelSpec(c).str());
-    distinct.insert(c.str());
     prep.insert(qla::gdn::prepareKernelSpec(c).str());
     state.insert(qla::gdn::stateKernelSpec(c).str());
     segment.insert(qla::gdn::segmentKernelSpec(c).str());
     merge.insert(qla::gdn::mergeKernelSpec(c).str());
   }
   CHECK(distinct.size() == all.size());
+  CHECK(wide.size() == 144 + 144);
+  // K up to 128:
   CHECK(prep.size() == 288);    // beta and g dtypes select the prepare kernel only
   CHECK(state.size() == 288);
   CHECK(segment.size() == 144);  // pass 1 never stores the final state
@@ -319,17 +326,20 @@ TEST_CASE("GDN: every specialization compiles through the QLA compiler with the 
   int n = 0;
   auto t0 = std::chrono::steady_clock::now();
   for (const ForwardConfig &c : qla::gdn::allForwardConfigs()) {
-    for (const KernelSpec &spec :
-         {qla::gdn::prepareKernelSpec(c), qla::gdn::stateKernelSpec(c), qla::gdn::segmentKernelSpec(c),
-          qla::gdn::mergeKernelSpec(c), qla::gdn::fusedKernelSpec(c), qla::gdn::fusedKernelSpec(c, 64),
-          qla::gdn::fusedPass1KernelSpec(c), qla::gdn::tmatKernelSpec(c)}) {
+    const std::vector<KernelSpec> specs =
+        c.K > 128 ? std::vector<KernelSpec>{qla::gdn::prepareKernelSpec(c), qla::gdn::stateKernelSpec(c)}
+                  : std::vector<KernelSpec>{qla::gdn::prepareKernelSpec(c),     qla::gdn::stateKernelSpec(c),
+                                            qla::gdn::segmentKernelSpec(c),     qla::gdn::mergeKernelSpec(c),
+                                            qla::gdn::fusedKernelSpec(c),       qla::gdn::fusedKernelSpec(c, 64),
+                                            qla::gdn::fusedPass1KernelSpec(c), qla::gdn::tmatKernelSpec(c)};
+    for (const KernelSpec &spec : specs) {
       if (!done.insert(spec.str()).second) continue;
       qla::CompiledKernel k = compileEmbedded(spec);
       checkSignature(spec, c, k.info);
       ++n;
     }
   }
-  CHECK(n == 288 + 288 + 144 + 18 + 1152 + 1152 * 2 / 3 + 288 + 288);
+  CHECK(n == 288 + 288 + 144 + 18 + 1152 + 1152 * 2 / 3 + 288 + 288 + 144 + 144);  // ... + K = 256's
 
   // How the default specialization passes each tensor (for the record).
   ForwardConfig c;
@@ -677,10 +687,11 @@ namespace {
 // Every configuration the backward can request: each forward configuration
 // without a final state (the backward ignores it), with and without dht, and
 // with dh0 where there is an initial state.
-std::vector<BackwardConfig> allBackwardConfigs() {
+// (K up to 128 unless `wide`: K = 256 has a kernel set of its own.)
+std::vector<BackwardConfig> allBackwardConfigs(bool wide = false) {
   std::vector<BackwardConfig> out;
   for (const ForwardConfig &f : qla::gdn::allForwardConfigs()) {
-    if (f.finalState) continue;
+    if (f.finalState || (f.K > 128 && !wide)) continue;
     for (bool dht : {false, true})
       for (bool dh0 : {false, true}) {
         if (dh0 && !f.initialState) continue;
@@ -1031,6 +1042,16 @@ TEST_CASE("GDN backward: every specialization compiles through the QLA compiler 
     for (const KernelSpec &spec : {qla::gdn::dhKernelSpec(c), qla::gdn::dhSegmentKernelSpec(c)}) compile(c, spec);
   }
   CHECK(n == 288 + 144 + 144 + 18 + 288 + 72 + 144 + 72 + 48 + 192 + 96);
+  // K = 256, unsplit: prepare, state, dh, dqk, wy and finish (half of K up
+  // to 128's count each).
+  const int before = n;
+  for (const BackwardConfig &c : allBackwardConfigs(true)) {
+    if (c.fwd.K <= 128) continue;
+    const std::vector<KernelSpec> specs = qla::gdn::backwardKernelSpecs(c);
+    REQUIRE(specs.size() == 6);
+    for (const KernelSpec &spec : specs) compile(c, spec);
+  }
+  CHECK(n - before == 144 + 72 + 144 + 36 + 72 + 24);
   std::printf("gdn backward: %d specializations through the front end in %.1f s\n", n,
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 }

@@ -219,6 +219,13 @@ TEST_CASE("GDN forward: prefill into a state pool's arguments", "[gdn][validate]
   p.state_pool = TensorRef{fakePtr(40), DType::F32, {5, sh.Hv, sh.K, sh.V / 2}, {}};
   CHECK(validationError(p) == P + "state_pool has shape [5, 8, 128, 64]; expected [slots, Hv, V, K] = [slots, 8, 128, "
                                   "128] (V-first; state_pool_k_first for [slots, Hv, K, V])");
+  // K = 256: the pool needs the fused kernel, which takes K up to 128.
+  {
+    ForwardParams q = validParams(Shape{2, 64, 4, 8, 256, 128});
+    q.state_pool = TensorRef{fakePtr(40), DType::F32, {3, 8, 128, 256}, {}};
+    CHECK(validationError(q) == P + "state_pool needs the fused kernel (K = 256 runs the two-kernel forward without "
+                                    "a split: the fused kernels and the segments' merge take K up to 128)");
+  }
   // K-first: [slots, Hv, K, V] (K != V tells the layouts apart).
   {
     ForwardParams q = validParams(Shape{2, 64, 4, 8, 64, 128});
@@ -362,9 +369,22 @@ TEST_CASE("GDN forward: shape errors", "[gdn][validate]") {
   SECTION("K") {
     Shape s;
     s.K = 96;
-    CHECK(validationError(validParams(s)) == P + "K = 96 is not supported (64 or 128)");
+    CHECK(validationError(validParams(s)) == P + "K = 96 is not supported (64, 128 or 256)");
+    s.K = 512;
+    CHECK(validationError(validParams(s)) == P + "K = 512 is not supported (64, 128 or 256)");
     s.K = 256;
-    CHECK(validationError(validParams(s)) == P + "K = 256 is not supported (64 or 128)");
+    CHECK(validationError(validParams(s)) == "<no error>");
+    // K = 256 runs the two-kernel forward, unsplit: a forced split, the fused
+    // kernel or a state pool are refused with the reason.
+    const std::string why = " (K = 256 runs the two-kernel forward without a split: the fused kernels and the "
+                            "segments' merge take K up to 128)";
+    ForwardParams q = validParams(s);
+    q.segment_chunks = 4;
+    CHECK(validationError(q) == P + "segment_chunks = 4" + why);
+    q.segment_chunks = -1;
+    CHECK(validationError(q) == "<no error>");
+    q.fused = 1;
+    CHECK(validationError(q) == P + "fused = 1" + why);
   }
   SECTION("V") {
     Shape s;

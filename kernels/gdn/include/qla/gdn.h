@@ -359,12 +359,13 @@ KernelSpec wyKernelSpec(const BackwardConfig &c);
 KernelSpec finishKernelSpec(const BackwardConfig &c);
 // The fused gradient kernel (c.fused; with bf16 HILO=1: V_new's lo part
 // from the recompute, dQK as a hi + lo pair); fusedBackwardEligible: whether
-// it takes c (K and V up to 128: every configuration the backward takes).
+// it takes c (K and V up to 128).
 KernelSpec fusedBackwardKernelSpec(const BackwardConfig &c);
 bool fusedBackwardEligible(const BackwardConfig &c);
 // Every kernel spec backward() may launch for c (the nine above, plus the
 // forward's merge kernel; with c.fused the fused kernel in place of dh, dqk
-// and wy), in launch order.
+// and wy; at K = 256, which takes no split, prepare, state, dh, dqk, wy and
+// finish), in launch order.
 std::vector<KernelSpec> backwardKernelSpecs(const BackwardConfig &c);
 
 // Compiles (and with loadOnGpu and a GPU, loads) the kernels of c.

@@ -698,6 +698,38 @@ TEST_CASE("GDN forward and backward on the simulator: V = 256", "[gdn][sim][v256
   runCase(pb);
 }
 
+TEST_CASE("GDN forward and backward on the simulator: K = 256", "[gdn][sim][k256]") {
+  // The two-kernel forward without a split (whatever is asked), the six-kernel
+  // backward (gdn_bwd_dqk.qla in two 128-column parts of K, with V's parts
+  // at V = 256; gdn_bwd_dh.qla unpipelined).
+  Problem pb;
+  pb.name = "K=256 V=128 bf16 l2 h0 dht GVA";
+  pb.dt = DType::BF16;
+  pb.T = 130;
+  pb.K = 256;
+  pb.V = 128;
+  pb.Hqk = 1;
+  pb.Hv = 2;
+  pb.l2norm = pb.h0 = pb.dht = true;
+  runCase(pb);
+  pb.name = "K=256 V=256 f16 varlen h0";
+  pb.dt = DType::F16;
+  pb.V = 256;
+  pb.Hv = 1;
+  pb.l2norm = pb.dht = false;
+  pb.offsets = {0, 65, 66, 150};
+  pb.T = 150;
+  runCase(pb);
+  pb.name = "K=256 V=64 bf16 dht";
+  pb.dt = DType::BF16;
+  pb.V = 64;
+  pb.offsets.clear();
+  pb.T = 100;
+  pb.h0 = false;
+  pb.dht = true;
+  runCase(pb);
+}
+
 // Not run by default ([.tail]): the error tail of the hardest case (B = 2,
 // T = 1 at 2/4 heads, K = V = 128, bf16, an initial state; docs/gdn.md,
 // "Backward") over QLA_SIM_TAIL_SEEDS seeds (default 200), for the
@@ -1128,4 +1160,10 @@ TEST_CASE("GDN decode and verify over a state pool on the simulator", "[gdn][sim
   pb.K = 64;
   runRecurrent(pb, DType::F32);
   unsetenv("QLA_GDN_DECODE_BV");
+  pb.name = "verify N=2 T=2 K=256 V=128 gate bf16 pool";
+  pb.T = 2;
+  pb.K = 256;
+  pb.V = 128;
+  pb.gate = true;
+  runRecurrent(pb, DType::BF16);
 }
