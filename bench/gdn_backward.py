@@ -28,7 +28,7 @@ captured is timed eager and the JSON's `method` says so.
     ... --flashqla                                 # also time FlashQLA forward + backward (measured);
                                                    # with --warm-only it JIT-compiles FlashQLA's kernels too
 
-Writes bench/results/gdn_backward_<date>.json and .md (after every row, so a
+Writes gdn_backward_<date>.json and .md in bench/results/ (after every row, so a
 run cut short keeps what it measured).
 """
 import argparse

@@ -26,7 +26,7 @@ converted once outside the timed call; see there). The acceptance metric of
 the fused forward is then per row QLA_ms / min(FlashQLA_ms, FlashInfer_ms)
 ("ours/best"), its geometric mean and its worst row.
 
-Writes bench/results/gdn_forward_<date>.json and .md (suffix _partial when rows
+Writes gdn_forward_<date>.json and .md in bench/results/ (suffix _partial when rows
 are filtered) and prints the markdown table.
 """
 import argparse

@@ -18,7 +18,7 @@ outputs with each other (rms relative, o and the final state).
     PYTHONPATH=python:/path/to/fla_src QLA_LIBRARY=build/compiler/libqla.so \\
         python3 bench/gla_forward.py [--rows 1x4096,8x2048,...] [--heads 16] [--K 128 --V 128] [--check]
 
-Writes bench/results/gla_forward_<date>.json and .md and prints the markdown table.
+Writes gla_forward_<date>.json and .md in bench/results/ and prints the markdown table.
 """
 import argparse
 import json
