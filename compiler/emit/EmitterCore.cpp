@@ -246,31 +246,9 @@ std::string Emitter::tmaParamFor(int tensor, const std::vector<uint32_t> &box, S
 }
 
 LogicalResult Emitter::emitBlock(Block &b) {
-  // With follows(...), each thread waits for the preceding kernel before its
-  // first statement that reads what that kernel writes or writes an output:
-  // at kernel level for every thread, else at the top of each role's body
-  // (a role's statements run in its own threads; nested code is covered by
-  // the statement around it).
-  Operation *parent = b.getParentOp();
-  const bool scope = followsPrior_ && (parent == fn_.getOperation() || isa<WarpgroupsOp>(parent));
-  for (Operation &op : b) {
-    if (scope && !gridWaited_ && !isa<WarpgroupsOp>(&op) && touchesGridDep(&op)) {
-      line("qla::dev::grid_dependency_wait();  // follows(...): the preceding kernel is done");
-      gridWaited_ = true;
-    }
+  for (Operation &op : b)
     if (failed(emitOp(&op))) return failure();
-  }
   return success();
-}
-
-bool Emitter::touchesGridDep(Operation *op) const {
-  bool hit = false;
-  op->walk([&](Operation *o) {
-    if (!gridDepOps_.contains(o)) return WalkResult::advance();
-    hit = true;
-    return WalkResult::interrupt();
-  });
-  return hit;
 }
 
 LogicalResult Emitter::emitTmaLoad(TmaLoadOp op) {
@@ -614,9 +592,7 @@ LogicalResult Emitter::emitOpCode(Operation *op) {
     if (turns)
       line(fmt::format("if (qla_wgl == {}) qla::dev::named_barrier_arrive({}, 256);  // turns: warpgroup 0 first",
                        n - 1, group().turnBase));
-    const bool waitedBefore = gridWaited_;
     if (failed(emitBlock(wg.getBody().front()))) return failure();
-    gridWaited_ = waitedBefore;  // the next role's threads have not waited
     if (turns)
       line(fmt::format("if (qla_wgl == 0) qla::dev::named_barrier_sync({}, 256);  // turns: the last hand-off",
                        group().turnBase));
@@ -632,6 +608,17 @@ LogicalResult Emitter::emitOpCode(Operation *op) {
     if (failed(emitBlock(e.getBody().front()))) return failure();
     --indent_;
     line("}");
+    return success();
+  }
+  if (isa<GridDependentsLaunchOp>(op)) {
+    line("qla::dev::grid_dependents_launch();  // follows(...)");
+    return success();
+  }
+  if (auto w = dyn_cast<GridDependencyWaitOp>(op)) {
+    // (atExit: a no-op in threads that have waited; the kernel behind this
+    // one waits for this one only, so this one may not finish first.)
+    line(w.getAtExit() ? "qla::dev::grid_dependency_wait();  // follows(...): not done before the preceding kernel"
+                       : "qla::dev::grid_dependency_wait();  // follows(...): the preceding kernel is done");
     return success();
   }
   if (auto s = dyn_cast<SetMaxNRegOp>(op)) {
@@ -715,33 +702,12 @@ LogicalResult Emitter::emitKernel() {
 
   groups_.push_back({0, threads / 128 - 1, 0});
   indent_ = 1;
-  // follows(...): the tensors the preceding kernel writes and every output;
-  // the ops that use them, directly or through values derived from them.
-  followsPrior_ = false;
-  gridWaited_ = false;
-  gridDepOps_.clear();
+  // follows(...): the launch and the waits are qlanv ops
+  // (qlanv-insert-grid-dependency); the followed tensors are not read-only.
   llvm::DenseSet<int64_t> followed;
   if (auto f = fn_->getAttrOfType<DenseI64ArrayAttr>(kFollowsAttr)) {
-    followsPrior_ = true;
     info_.follows = true;
     for (int64_t t : f.asArrayRef()) followed.insert(t);
-    SmallVector<Value> work;
-    for (auto arg : entry.getArguments()) {
-      int t = isa<GlobalType>(arg.getType()) ? tensorIndex(arg) : -1;
-      if (t >= 0 && (followed.contains(t) || info_.tensors[t].isOutput)) work.push_back(arg);
-    }
-    llvm::DenseSet<Value> seen(work.begin(), work.end());
-    while (!work.empty()) {
-      Value v = work.pop_back_val();
-      for (Operation *user : v.getUsers()) {
-        if (!gridDepOps_.insert(user).second) continue;
-        for (Value r : user->getResults())
-          if (seen.insert(r).second) work.push_back(r);
-      }
-    }
-    // Every CTA lets the next kernel start once all CTAs have started: they
-    // wait for this one before touching what it writes.
-    line("qla::dev::grid_dependents_launch();  // follows(...)");
   }
   // TMA stores' sources (through slot views, as a store reads them): writes
   // to them wait for the stores' reads first (waitTmaStoreReads).
@@ -766,10 +732,6 @@ LogicalResult Emitter::emitKernel() {
   if (failed(emitBlock(entry))) return failure();
   // A CTA must not exit while its TMA stores still read its shared memory.
   if (!tmaStoreSources_.empty()) line("qla::dev::tma_store_wait<0>();");
-  // Nor, with follows(...), before the preceding kernel has finished: the
-  // kernel behind this one waits for this one only, so this one may not
-  // finish first (a no-op in threads that have waited).
-  if (followsPrior_) line("qla::dev::grid_dependency_wait();  // follows(...): not done before the preceding kernel");
   if (trace_) line("qla::dev::trace_close(qla_trace_buf, qla_tc);");
 
   // Parameters in launch order: tensor maps (64-byte aligned) first.

@@ -132,13 +132,6 @@ class Emitter {
   // (turnBarrierBase_ + warpgroup); warpgroups counted over the block.
   int64_t wgBarrierBase_ = 0, turnBarrierBase_ = 0;
   std::string wgSync() const;  // the executing warpgroup's own barrier
-  // follows(...): the ops that read a tensor the preceding kernel writes or
-  // write any output (found before emission), and whether the code being
-  // emitted is already behind a grid dependency wait (kernel level, role).
-  llvm::DenseSet<mlir::Operation *> gridDepOps_;
-  bool followsPrior_ = false;
-  bool gridWaited_ = false;
-  bool touchesGridDep(mlir::Operation *op) const;
   mlir::LogicalResult emitWgmmaFence(mlir::ValueRange frags);
 
   // Per-register iteration over a fragment: emits the loop header and binds

@@ -1,4 +1,5 @@
 #include "dialects/qla/Transforms/Passes.h"
+#include "dialects/qlanv/Transforms/Passes.h"
 
 #include "mlir/Transforms/Passes.h"
 
@@ -13,4 +14,5 @@ void mlir::qla::buildQlaPipeline(OpPassManager &pm, const PipelineOptions &optio
   fpm.addPass(createQlaLowerToQlanv(lo));
   fpm.addPass(createQlaInsertFences());
   fpm.addPass(createQlaAssignResources());
+  fpm.addPass(qlanv::createQlanvInsertGridDependency());
 }

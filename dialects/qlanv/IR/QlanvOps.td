@@ -128,6 +128,29 @@ def Qlanv_BlockSyncOp : Qlanv_Op<"block_sync"> {
   let assemblyFormat = "attr-dict";
 }
 
+def Qlanv_GridDependentsLaunchOp : Qlanv_Op<"grid_dependents_launch"> {
+  let summary = "let the next kernel on the stream start (griddepcontrol.launch_dependents; follows(...))";
+  let description = [{
+    Inserted at the top of a kernel with `follows(...)` by
+    qlanv-insert-grid-dependency: every CTA lets the next kernel start once
+    all CTAs have started, since that kernel waits for this one before
+    touching what it writes.
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
+def Qlanv_GridDependencyWaitOp : Qlanv_Op<"grid_dependency_wait"> {
+  let summary = "wait until the preceding kernel on the stream is done (griddepcontrol.wait; follows(...))";
+  let description = [{
+    Inserted by qlanv-insert-grid-dependency before the first statement of
+    the kernel, or of a role's body, that reads a tensor `follows(...)`
+    lists or writes an output; with `atExit`, at the end of the kernel (a
+    kernel must not finish before the one it follows).
+  }];
+  let arguments = (ins UnitAttr:$atExit);
+  let assemblyFormat = "attr-dict";
+}
+
 def Qlanv_FenceProxyAsyncOp : Qlanv_Op<"fence_proxy_async"> {
   let summary = "order generic-proxy shared writes before async-proxy (TMA, wgmma) reads";
   let assemblyFormat = "attr-dict";
