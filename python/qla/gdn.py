@@ -29,7 +29,7 @@ from ._ctensor import Tensor as _Tensor, check as _check, tma_friendly as _tma_f
 __all__ = ["chunk_gated_delta_rule", "warmup", "warmup_recurrent", "workspace_bytes"]
 
 _OP = "chunk_gated_delta_rule: "
-_ABI_VERSION = 10
+_ABI_VERSION = 11
 
 
 class _Args(ctypes.Structure):
@@ -64,6 +64,9 @@ class _Args(ctypes.Structure):
         ("checkpoint_every", ctypes.c_int64),
         ("checkpoint_slots", _Tensor),
         ("max_seqlen", ctypes.c_int64),
+        ("initial_slots_host", ctypes.POINTER(ctypes.c_int32)),
+        ("final_slots_host", ctypes.POINTER(ctypes.c_int32)),
+        ("checkpoint_slots_host", ctypes.POINTER(ctypes.c_int32)),
     ]
 
 
@@ -114,7 +117,7 @@ class _BwdArgs(ctypes.Structure):
     ]
 
 
-assert ctypes.sizeof(_Tensor) == 88 and ctypes.sizeof(_Args) == 1488 and ctypes.sizeof(_Config) == 64
+assert ctypes.sizeof(_Tensor) == 88 and ctypes.sizeof(_Args) == 1512 and ctypes.sizeof(_Config) == 64
 assert ctypes.sizeof(_BwdArgs) == 16 + 20 * 88 + 40
 
 
@@ -139,10 +142,12 @@ class _RecArgs(ctypes.Structure):
         ("use_gate", ctypes.c_int32),
         ("state_pool_k_first", ctypes.c_int32),
         ("reserved9", ctypes.c_int32),
+        ("read_index_host", ctypes.POINTER(ctypes.c_int32)),
+        ("write_index_host", ctypes.POINTER(ctypes.c_int32)),
     ]
 
 
-assert ctypes.sizeof(_RecArgs) == 16 + 11 * 88 + 24 and ctypes.sizeof(_RecConfig) == 40
+assert ctypes.sizeof(_RecArgs) == 16 + 11 * 88 + 40 and ctypes.sizeof(_RecConfig) == 40
 
 
 def _dtype_code(name: str, dtype) -> int:
@@ -555,7 +560,8 @@ def prefill(q, k, v, g, beta, state_pool, initial_slots=None, final_slots=None, 
             cu_seqlens=None, use_qk_l2norm_in_kernel: bool = False, use_beta_sigmoid_in_kernel: bool = False,
             allow_neg_eigval: bool = False, use_gate_in_kernel: bool = False, A_log=None, dt_bias=None,
             state_pool_k_first: bool = False, checkpoint_every: int = 0, checkpoint_slots=None,
-            segment_chunks: int = 0, cu_seqlens_cpu=None, max_seqlen: int | None = None, out=None):
+            segment_chunks: int = 0, cu_seqlens_cpu=None, max_seqlen: int | None = None, out=None,
+            check_slots: bool = False):
     """Prefill into a state pool (forward only; docs/gdn.md, "Serving"):
     chunk_gated_delta_rule's inputs, with the initial states read from and
     the final states written to the serving stacks' pool [slots, Hv, V, K]
@@ -574,7 +580,13 @@ def prefill(q, k, v, g, beta, state_pool, initial_slots=None, final_slots=None, 
     max_seqlen tokens (vLLM's max_query_len: a bound the plan may assume;
     one that a sequence exceeds costs speed, not correctness; with
     cu_seqlens_cpu it is checked). out: an optional [B, T, Hv, V] tensor of
-    q's dtype that o is written into (vLLM's core_attn_out), returned."""
+    q's dtype that o is written into (vLLM's core_attn_out), returned.
+    check_slots=True copies the slot arrays to the host (a synchronization:
+    not for the serving loop's hot path or a CUDA graph) and raises QlaError,
+    before anything runs, on a slot past the pool, a slot two sequences
+    write, or one that a sequence reads and another writes. Without it the
+    kernels still touch nothing outside the pool: a slot past it reads a
+    zero state and stores nothing, as a negative one."""
     import torch
 
     q, k, v, g, beta, _, cu_seqlens, cu_host = _inputs(q, k, v, g, beta, None, cu_seqlens, host_copy=False)
@@ -599,13 +611,20 @@ def prefill(q, k, v, g, beta, state_pool, initial_slots=None, final_slots=None, 
     if not state_pool.is_contiguous():
         raise QlaError(f"{_OP}state_pool must be contiguous (it is written in place)")
     _fill(a.state_pool, "state_pool", state_pool)
+    keep = []  # the int32 copies and their host copies, alive until the call returns
     for name, t in (("initial_slots", initial_slots), ("final_slots", final_slots),
                     ("checkpoint_slots", checkpoint_slots)):
         if t is not None:
             t = _as_tensor(name, t, dev)
             if t.dtype != torch.int32:
                 t = t.to(torch.int32)
-            _fill(getattr(a, name), name, t.contiguous())
+            t = t.contiguous()
+            keep.append(t)
+            _fill(getattr(a, name), name, t)
+            if check_slots:
+                host = t.cpu()
+                keep.append(host)
+                setattr(a, name + "_host", ctypes.cast(ctypes.c_void_p(host.data_ptr()), ctypes.POINTER(ctypes.c_int32)))
     a.state_pool_k_first = 1 if state_pool_k_first else 0
     a.checkpoint_every = int(checkpoint_every)
     a.segment_chunks = int(segment_chunks)
@@ -640,7 +659,7 @@ _ROP = "fused_recurrent_gated_delta_rule: "
 def recurrent(q, k, v, g, beta, state_pool, read_index, write_index, scale: float | None = None,
               use_qk_l2norm_in_kernel: bool = True, use_beta_sigmoid_in_kernel: bool = False,
               allow_neg_eigval: bool = False, use_gate_in_kernel: bool = False, A_log=None, dt_bias=None, out=None,
-              state_pool_k_first: bool = False):
+              state_pool_k_first: bool = False, check_slots: bool = False):
     """Decode and speculative verify over a state pool (the serving stacks'
     layout; kernels/gdn/gdn_recurrent.qla): T tokens of each of N sequences.
 
@@ -655,7 +674,12 @@ def recurrent(q, k, v, g, beta, state_pool, read_index, write_index, scale: floa
     int32, the slot the state after token t goes to (< 0: not stored; decode
     is T = 1 with write_index = read_index[:, None]); out: an optional [N, T,
     Hv, V] output tensor. Returns o. No host synchronization, no allocation
-    beyond o: capturable in a CUDA graph after one call. Forward only."""
+    beyond o: capturable in a CUDA graph after one call. Forward only.
+    check_slots=True copies read_index and write_index to the host (a
+    synchronization) and raises QlaError, before the launch, on a slot past
+    the pool, a slot two sequences write, or one that a sequence reads and
+    another writes; without it a slot past the pool reads a zero state and
+    stores nothing."""
     import torch
 
     q = _as_tensor("q", q, None)
@@ -685,6 +709,13 @@ def recurrent(q, k, v, g, beta, state_pool, read_index, write_index, scale: floa
     _fill(a.q, "q", q)
     for name in ("k", "v", "g", "beta", "state_pool", "read_index", "write_index"):
         _fill(getattr(a, name), name, t[name])
+    hosts = []
+    if check_slots:
+        for name in ("read_index", "write_index"):
+            if t[name].dtype != torch.int32:
+                raise QlaError(f"{_ROP}{name} has dtype {t[name].dtype}; expected int32")
+            hosts.append(t[name].cpu())
+            setattr(a, name + "_host", ctypes.cast(ctypes.c_void_p(hosts[-1].data_ptr()), ctypes.POINTER(ctypes.c_int32)))
     _fill(a.o, "o", o)
     if use_gate_in_kernel:
         if A_log is None:

@@ -217,6 +217,32 @@ def main():
               f"(graph replay, median of 20; {gb / (times[len(times) // 2] * 1e-6):.0f} GB/s of state traffic)")
     record("a decode step captured in a CUDA graph replays", True)
 
+    # ---- slot indices: check_slots=True raises before anything runs; without
+    # it a slot past the pool is none (nothing read, nothing stored).
+    N, T, Hqk, Hv, K, V = 3, 1, 1, 2, 64, 64
+    q = rnd(N, T, Hqk, K, dtype=torch.bfloat16)
+    k = rnd(N, T, Hqk, K, dtype=torch.bfloat16)
+    v = rnd(N, T, Hv, V, dtype=torch.bfloat16)
+    g = torch.nn.functional.logsigmoid(rnd(N, T, Hv))
+    beta = torch.sigmoid(rnd(N, T, Hv))
+    pool = rnd(4, Hv, V, K, scale=0.1)
+    before = pool.clone()
+    ri = torch.tensor([0, 1, 2], dtype=torch.int32, device=dev)
+    raised = ""
+    try:
+        G.recurrent(q, k, v, g, beta, pool, ri, torch.tensor([[0], [0], [2]], dtype=torch.int32, device=dev),
+                    check_slots=True)
+    except qla.QlaError as e:
+        raised = str(e)
+    torch.cuda.synchronize()
+    record("recurrent(check_slots=True): two sequences writing one slot raise, the pool untouched",
+           "both write slot 0" in raised and torch.equal(pool, before), raised)
+    wi = torch.tensor([[0], [9], [2]], dtype=torch.int32, device=dev)  # 9: past the pool's 4 slots
+    G.recurrent(q, k, v, g, beta, pool, torch.tensor([0, 7, 2], dtype=torch.int32, device=dev), wi)
+    torch.cuda.synchronize()
+    record("recurrent: slots past the pool read nothing and store nothing (slots 1 and 3 untouched)",
+           torch.equal(pool[1], before[1]) and torch.equal(pool[3], before[3]) and not torch.equal(pool[0], before[0]))
+
     passed = sum(results)
     print(f"{passed} passed, {len(results) - passed} failed")
     return 0 if passed == len(results) else 1

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
+#include <map>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -37,6 +39,28 @@ void fail(const std::string &msg) { throw Error(kOp + msg); }
 
 
 bool isHalf(DType d) { return d == DType::BF16 || d == DType::F16; }
+
+std::string slotsError(int64_t slots, const std::vector<SlotUse> &uses) {
+  std::map<int32_t, const SlotUse *> writer;  // the first sequence that writes each slot
+  for (const SlotUse &u : uses) {
+    if (u.slot < 0) continue;
+    if (u.slot >= slots)
+      return u.what + " = " + std::to_string(u.slot) + " is past the pool's " + std::to_string(slots) + " slots";
+    if (!u.write) continue;
+    auto [it, fresh] = writer.emplace(u.slot, &u);
+    if (!fresh && it->second->seq != u.seq)
+      return it->second->what + " and " + u.what + " both write slot " + std::to_string(u.slot) +
+             " (two sequences of one call)";
+  }
+  for (const SlotUse &u : uses) {
+    if (u.slot < 0 || u.write) continue;
+    auto it = writer.find(u.slot);
+    if (it != writer.end() && it->second->seq != u.seq)
+      return u.what + " = " + std::to_string(u.slot) + " is written by another sequence of the call (" +
+             it->second->what + ")";
+  }
+  return "";
+}
 
 std::string headDimsError(int64_t K, int64_t V) {
   if (K != 64 && K != 128 && K != 256) return "K = " + std::to_string(K) + " is not supported (64, 128 or 256)";
@@ -573,8 +597,38 @@ void validate(const ForwardParams &p, const char *oName) {
              ", M] with M >= 1");
       op::checkLayout("checkpoint_slots", view(s), false);
     }
+    // The slots' host copies, where given: in range, no slot written by two
+    // sequences, none that one sequence reads written by another.
+    if ((p.initial_slots_host && !p.initial_slots) || (p.final_slots_host && !p.final_slots) ||
+        (p.checkpoint_slots_host && !p.checkpoint_slots))
+      fail("a host copy of initial_slots, final_slots or checkpoint_slots is given without the slots themselves");
+    if (p.initial_slots_host || p.final_slots_host || p.checkpoint_slots_host) {
+      auto at = [](const char *name, int64_t i) { return std::string(name) + "[" + std::to_string(i) + "]"; };
+      std::vector<SlotUse> uses;
+      for (int64_t n = 0; n < N; ++n) {
+        if (p.initial_slots_host) uses.push_back({at("initial_slots", n), n, p.initial_slots_host[n], false});
+        if (p.final_slots_host) uses.push_back({at("final_slots", n), n, p.final_slots_host[n], true});
+      }
+      if (p.checkpoint_slots_host) {
+        // The m-th state of sequence n is stored where (m + 1) checkpoint_every
+        // tokens fit in it; with unknown lengths (varlen, no host copy of
+        // cu_seqlens) every entry counts.
+        const int64_t M = p.checkpoint_slots->shape[1];
+        for (int64_t n = 0; n < N; ++n) {
+          const int64_t len = !p.cu_seqlens ? T
+                              : p.cu_seqlens_host ? p.cu_seqlens_host[n + 1] - p.cu_seqlens_host[n]
+                                                  : std::numeric_limits<int64_t>::max();
+          for (int64_t m = 0; m < M && (len == std::numeric_limits<int64_t>::max() ||
+                                        (m + 1) * p.checkpoint_every <= len);
+               ++m)
+            uses.push_back({"checkpoint_slots[" + std::to_string(n) + ", " + std::to_string(m) + "]", n,
+                            p.checkpoint_slots_host[n * M + m], true});
+        }
+      }
+      if (const std::string e = slotsError(pool.shape[0], uses); !e.empty()) fail(e);
+    }
   } else if (p.initial_slots || p.final_slots || p.checkpoint_slots || p.checkpoint_every != 0 ||
-             p.state_pool_k_first) {
+             p.state_pool_k_first || p.initial_slots_host || p.final_slots_host || p.checkpoint_slots_host) {
     fail("initial_slots, final_slots, checkpoint_every, checkpoint_slots and state_pool_k_first go with a "
          "state_pool, which is not given");
   }

@@ -70,6 +70,9 @@ qla::gdn::ForwardParams paramsOf(const qla_gdn_forward_args *a) {
   p.state_pool_k_first = a->state_pool_k_first != 0;
   p.checkpoint_every = a->checkpoint_every;
   p.checkpoint_slots = optionalOf("checkpoint_slots", a->checkpoint_slots);
+  p.initial_slots_host = a->initial_slots_host;
+  p.final_slots_host = a->final_slots_host;
+  p.checkpoint_slots_host = a->checkpoint_slots_host;
   return p;
 }
 
@@ -162,6 +165,8 @@ qla::gdn::RecurrentParams recurrentParamsOf(const qla_gdn_recurrent_args *a) {
   p.use_gate = a->use_gate != 0;
   p.state_pool_k_first = a->state_pool_k_first != 0;
   p.stream = static_cast<CUstream>(a->stream);
+  p.read_index_host = a->read_index_host;
+  p.write_index_host = a->write_index_host;
   return p;
 }
 

@@ -54,6 +54,20 @@ void checkCheckpoints(const TensorRef &c, const std::vector<int64_t> &want, cons
 // where (K, V) is one, else the reason (`K = 96 is not supported (...)`).
 std::string headDimsError(int64_t K, int64_t V);
 
+// Serving's slot indices, from their host copies (issue 29): one use of a
+// pool slot by sequence `seq`, named as the message shows it
+// ("final_slots[2]"); a negative slot is none.
+struct SlotUse {
+  std::string what;
+  int64_t seq = 0;
+  int32_t slot = -1;
+  bool write = false;
+};
+// "" if every slot is below `slots`, no slot is written by two sequences and
+// none that one sequence reads is written by another; else the first
+// problem, naming the uses.
+std::string slotsError(int64_t slots, const std::vector<SlotUse> &uses);
+
 // A configuration's dtypes and sizes are ones the operator supports (warmup).
 void checkConfig(const ForwardConfig &c);
 

@@ -82,6 +82,20 @@ void validateRecurrent(const RecurrentParams &p) {
     expect("write_index", p.write_index, {DType::I32}, "i32", {N, T}, "[N, T]");
     expect("o", p.o, {dt}, dn + " (the dtype of q)", {N, T, Hv, V}, "[N, T, Hv, V]");
     if (!std::isnan(p.scale) && !std::isfinite(p.scale)) rfail("scale = " + std::to_string(p.scale) + " is not finite");
+    // The indices' host copies, where given (gdn.h): in range, no slot
+    // written by two sequences, none that one reads written by another.
+    if (p.read_index_host || p.write_index_host) {
+      std::vector<detail::SlotUse> uses;
+      for (int64_t n = 0; n < N; ++n) {
+        if (p.read_index_host)
+          uses.push_back({"read_index[" + std::to_string(n) + "]", n, p.read_index_host[n], false});
+        if (p.write_index_host)
+          for (int64_t t = 0; t < T; ++t)
+            uses.push_back({"write_index[" + std::to_string(n) + ", " + std::to_string(t) + "]", n,
+                            p.write_index_host[n * T + t], true});
+      }
+      if (const std::string e = detail::slotsError(S, uses); !e.empty()) rfail(e);
+    }
     for (const auto &[name, t] : {std::pair<const char *, const TensorRef *>{"q", &p.q}, {"k", &p.k}, {"v", &p.v},
                                   {"g", &p.g}, {"beta", &p.beta}, {"state_pool", &p.state_pool},
                                   {"read_index", &p.read_index}, {"write_index", &p.write_index}, {"o", &p.o}})

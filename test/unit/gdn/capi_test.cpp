@@ -30,8 +30,12 @@ static_assert(offsetof(qla_gdn_forward_args, scale) == 8 && offsetof(qla_gdn_for
                   offsetof(qla_gdn_forward_args, state_pool_k_first) == 1376 &&
                   offsetof(qla_gdn_forward_args, checkpoint_every) == 1384 &&
                   offsetof(qla_gdn_forward_args, checkpoint_slots) == 1392 &&
-                  offsetof(qla_gdn_forward_args, max_seqlen) == 1480 && sizeof(qla_gdn_forward_args) == 1488,
+                  offsetof(qla_gdn_forward_args, max_seqlen) == 1480 &&
+                  offsetof(qla_gdn_forward_args, initial_slots_host) == 1488 &&
+                  offsetof(qla_gdn_forward_args, checkpoint_slots_host) == 1504 && sizeof(qla_gdn_forward_args) == 1512,
               "qla_gdn_forward_args layout");
+static_assert(offsetof(qla_gdn_recurrent_args, read_index_host) + 16 == sizeof(qla_gdn_recurrent_args),
+              "qla_gdn_recurrent_args layout: the host copies last (ABI 11)");
 static_assert(sizeof(qla_gdn_forward_config) == 64, "qla_gdn_forward_config layout");
 static_assert(sizeof(qla_gdn_recurrent_config) == 40, "qla_gdn_recurrent_config layout");
 static_assert(QLA_GDN_BF16 == int(qla::DType::BF16) && QLA_GDN_F16 == int(qla::DType::F16) &&

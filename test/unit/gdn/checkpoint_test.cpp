@@ -166,7 +166,8 @@ TEST_CASE("GDN backward: checkpoints errors", "[gdn][checkpoints][backward]") {
 TEST_CASE("GDN C ABI: the checkpoints' shape and the checkpoints arguments", "[gdn][checkpoints][capi]") {
   qla_gdn_forward_args a;
   qla_gdn_forward_args_init(&a);
-  CHECK(a.abi_version == 10);
+  CHECK(a.abi_version == 11);
+  CHECK(a.initial_slots_host == nullptr);
   CHECK(a.checkpoints.data == nullptr);
   auto put = [](qla_gdn_tensor &t, int slot, int32_t dt, std::vector<int64_t> shape) {
     t.data = fakePtr(slot);

@@ -219,6 +219,41 @@ TEST_CASE("GDN forward: prefill into a state pool's arguments", "[gdn][validate]
   p.state_pool = TensorRef{fakePtr(40), DType::F32, {5, sh.Hv, sh.K, sh.V / 2}, {}};
   CHECK(validationError(p) == P + "state_pool has shape [5, 8, 128, 64]; expected [slots, Hv, V, K] = [slots, 8, 128, "
                                   "128] (V-first; state_pool_k_first for [slots, Hv, K, V])");
+  // The slots' host copies: checked when given (in range; no slot written
+  // by two sequences; none read by one and written by another).
+  {
+    ForwardParams q = validParams(sh);
+    q.state_pool = TensorRef{fakePtr(40), DType::F32, {5, sh.Hv, sh.V, sh.K}, {}};
+    q.initial_slots = TensorRef{fakePtr(41), DType::I32, {sh.B}, {}};
+    q.final_slots = TensorRef{fakePtr(42), DType::I32, {sh.B}, {}};
+    int32_t in[2] = {0, 1}, out[2] = {0, 1};  // in place
+    q.initial_slots_host = in, q.final_slots_host = out;
+    CHECK(validationError(q) == "<no error>");
+    out[1] = 5;
+    CHECK(validationError(q) == P + "final_slots[1] = 5 is past the pool's 5 slots");
+    out[1] = 0;
+    CHECK(validationError(q) == P + "final_slots[0] and final_slots[1] both write slot 0 (two sequences of one call)");
+    out[1] = 2;
+    in[1] = 0;
+    CHECK(validationError(q) == P + "initial_slots[1] = 0 is written by another sequence of the call (final_slots[0])");
+    in[1] = -1, out[0] = -1;  // none
+    CHECK(validationError(q) == "<no error>");
+    // Checkpoints: the m-th counts where (m + 1) checkpoint_every tokens fit
+    // (T = 100 here: only m = 0; the m = 1 entries name final_slots[1]'s
+    // slot 2, which they would not write).
+    q.checkpoint_every = 64;
+    q.checkpoint_slots = TensorRef{fakePtr(43), DType::I32, {sh.B, 2}, {}};
+    int32_t cs[4] = {3, 2, 4, 2};
+    q.checkpoint_slots_host = cs;
+    CHECK(validationError(q) == "<no error>");
+    cs[0] = 4;
+    CHECK(validationError(q) == P + "checkpoint_slots[0, 0] and checkpoint_slots[1, 0] both write slot 4 (two "
+                                    "sequences of one call)");
+    q.checkpoint_slots_host = nullptr;
+    q.initial_slots.reset();
+    CHECK(validationError(q) == P + "a host copy of initial_slots, final_slots or checkpoint_slots is given without "
+                                    "the slots themselves");
+  }
   // K = 256: the pool needs the fused kernel, which takes K up to 128.
   {
     ForwardParams q = validParams(Shape{2, 64, 4, 8, 256, 128});

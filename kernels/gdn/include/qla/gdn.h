@@ -91,6 +91,14 @@ struct ForwardParams {
   // ([N, M] int32; < 0: not stored; m >= M: not stored). 0: none.
   int64_t checkpoint_every = 0;
   std::optional<TensorRef> checkpoint_slots;
+  // Optional host copies of initial_slots, final_slots and checkpoint_slots
+  // (their values, in their shapes): checked before anything is launched
+  // (every slot < the pool's slots; no slot written by two sequences; none
+  // that one sequence reads written by another), at the price of the
+  // caller's copy (Python: check_slots=True). Without them the kernels still
+  // touch no memory outside the pool: a slot index past the pool reads a
+  // zero state and stores nothing, as a negative one.
+  const int32_t *initial_slots_host = nullptr, *final_slots_host = nullptr, *checkpoint_slots_host = nullptr;
   // Optional host copy of cu_seqlens (N + 1 values): validated (starts at 0,
   // non-decreasing, ends at T), and the cost model plans the split and the V
   // slice for these lengths (without it: for the worst case of the total).
@@ -395,6 +403,11 @@ struct RecurrentParams {
   bool state_pool_k_first = false;  // the pool is [slots, Hv, K, V] instead
   TensorRef read_index;  // [N] int32: the slot sequence n starts from (< 0: a zero state)
   TensorRef write_index; // [N, T] int32: the slot the state after token t goes to (< 0: not stored)
+  // Optional host copies of read_index and write_index: checked before the
+  // launch as ForwardParams' slots are (in range; no slot written by two
+  // sequences or read by one and written by another). Without them a slot
+  // past the pool reads a zero state and stores nothing.
+  const int32_t *read_index_host = nullptr, *write_index_host = nullptr;
   TensorRef o;           // out [N, T, Hv, V], the dtype of q
   double scale = std::numeric_limits<double>::quiet_NaN();  // NaN: K^-0.5
   CUstream stream = nullptr;

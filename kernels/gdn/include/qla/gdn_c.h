@@ -21,7 +21,7 @@
 extern "C" {
 #endif
 
-#define QLA_GDN_ABI_VERSION 10
+#define QLA_GDN_ABI_VERSION 11
 
 /* Dtype codes (the values of qla::DType). */
 enum { QLA_GDN_BF16 = 0, QLA_GDN_F16 = 1, QLA_GDN_F32 = 2, QLA_GDN_I32 = 3, QLA_GDN_I64 = 4 };
@@ -62,6 +62,9 @@ typedef struct qla_gdn_forward_args {
   qla_gdn_tensor checkpoint_slots; /* (ABI 9) [N, M] i32: slot of sequence n's m-th such state (< 0: none) */
   int64_t max_seqlen;           /* (ABI 10) with cu_seqlens and no host copy: a bound on the longest sequence in
                                    tokens (vLLM's max_query_len) that the plan may assume; 0: none */
+  const int32_t *initial_slots_host;    /* (ABI 11) optional host copies of the slot arrays, checked before the */
+  const int32_t *final_slots_host;      /* launch: in range, no slot written by two sequences, none read by one */
+  const int32_t *checkpoint_slots_host; /* and written by another (NULL: unchecked; a slot past the pool is skipped) */
 } qla_gdn_forward_args;
 
 /* Specialization selector for qla_gdn_forward_warmup. */
@@ -134,6 +137,8 @@ typedef struct qla_gdn_recurrent_args {
   int32_t use_gate;                /* 0 or 1 */
   int32_t state_pool_k_first;      /* (ABI 9) the pool is [slots, Hv, K, V] */
   int32_t reserved9;
+  const int32_t *read_index_host;  /* (ABI 11) optional host copies, checked before the launch as the */
+  const int32_t *write_index_host; /* forward's slots are (NULL: unchecked; a slot past the pool is skipped) */
 } qla_gdn_recurrent_args;
 
 /* Fills `a` with: abi_version, use_qk_l2norm = 1, scale = NaN, every tensor

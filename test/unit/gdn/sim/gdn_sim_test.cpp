@@ -22,7 +22,7 @@
 #include "qla/gdn.h"
 #include "qla/gdn_c.h"
 
-static_assert(sizeof(qla_gdn_recurrent_args) == 16 + 11 * 88 + 24, "python/qla/gdn.py mirrors this layout");
+static_assert(sizeof(qla_gdn_recurrent_args) == 16 + 11 * 88 + 40, "python/qla/gdn.py mirrors this layout");
 
 namespace {
 
@@ -92,6 +92,7 @@ struct Problem {
   bool vFirst = false;    // ForwardParams::state_v_first: the states [N, Hv, V, K]
   int64_t segChunks = 0;  // ForwardParams/BackwardParams::segment_chunks (1: a split at every chunk)
   int fusedBv = 0;        // QLA_GDN_FUSED_BV: the fused forward's V slice (0: the model's)
+  bool pastPool = false;  // serving: the device's slot arrays hold slots past the pool where the tests put -1
   int64_t N() const { return offsets.empty() ? B : int64_t(offsets.size()) - 1; }
   double scale() const { return 1.0 / std::sqrt(double(K)); }
 };
@@ -823,6 +824,15 @@ void checkUntouched(const std::vector<float> &got, const std::vector<double> &po
 // sequence from none), every token's state written to its own slot (one
 // write skipped); o and every written slot against the float64 recurrence,
 // every other slot unchanged. kFirst: the pool is [slots, Hv, K, V].
+// The slot array the device gets: `s`, or with pastPool each -1 (none) as a
+// slot past the pool's `slots` (the kernels must treat it as none).
+std::vector<int32_t> devSlots(std::vector<int32_t> s, int64_t slots, bool pastPool) {
+  if (pastPool)
+    for (int32_t &x : s)
+      if (x < 0) x = int32_t(slots + 7);
+  return s;
+}
+
 void runRecurrent(Problem pb, DType poolDt, bool kFirst = false) {
   INFO(pb.name);
   pb.l2norm = true;
@@ -846,8 +856,8 @@ void runRecurrent(Problem pb, DType poolDt, bool kFirst = false) {
       R(DType::I32, {N}), W(DType::I32, {N, T}), alog(DType::F32, {Hv}), dtb(DType::F32, {Hv});
   const std::vector<double> devPool = kFirst ? swapLast(pool, V, K) : pool;
   q.set(d.q), k.set(d.k), v.set(d.v), g.set(d.g), beta.set(d.beta), P.set(devPool), alog.set(d.alog), dtb.set(d.dtb);
-  std::memcpy(R.buf.p, ri.data(), ri.size() * 4);
-  std::memcpy(W.buf.p, wi.data(), wi.size() * 4);
+  std::memcpy(R.buf.p, devSlots(ri, slots, pb.pastPool).data(), ri.size() * 4);
+  std::memcpy(W.buf.p, devSlots(wi, slots, pb.pastPool).data(), wi.size() * 4);
   o.poison();
   qla::gdn::RecurrentParams rp;
   rp.q = q.ref(), rp.k = k.ref(), rp.v = v.ref(), rp.g = g.ref(), rp.beta = beta.ref(), rp.o = o.ref();
@@ -894,6 +904,33 @@ void runRecurrent(Problem pb, DType poolDt, bool kFirst = false) {
     INFO(err);
     CHECK(std::string(err) == "fused_recurrent_gated_delta_rule: read_index must have 1 dim [N], got shape [" +
                                std::to_string(N) + ", " + std::to_string(T) + "]");
+    // The indices' host copies are checked before the launch (the pool and
+    // o as they were: nothing ran).
+    a.read_index = ct(R);
+    const std::string RP = "fused_recurrent_gated_delta_rule: ";
+    std::vector<int32_t> rh = ri, wh = wi;
+    a.read_index_host = rh.data(), a.write_index_host = wh.data();
+    rh[0] = int32_t(slots);
+    const std::vector<float> before = P2.get();
+    CHECK(qla_gdn_recurrent(&a, err, sizeof err) == -1);
+    CHECK(std::string(err) == RP + "read_index[0] = " + std::to_string(slots) + " is past the pool's " +
+                                  std::to_string(slots) + " slots");
+    CHECK(P2.get() == before);
+    rh = ri;
+    a.read_index_host = rh.data();
+    if (N >= 2) {
+      wh[size_t(T)] = wh[0];  // sequences 0 and 1 write one slot after their first tokens
+      CHECK(qla_gdn_recurrent(&a, err, sizeof err) == -1);
+      CHECK(std::string(err) == RP + "write_index[0, 0] and write_index[1, 0] both write slot " +
+                                    std::to_string(wh[0]) + " (two sequences of one call)");
+      wh = wi;
+      a.write_index_host = wh.data();
+      rh[1] = wh[0];  // sequence 1 starts from the slot sequence 0 writes
+      CHECK(qla_gdn_recurrent(&a, err, sizeof err) == -1);
+      CHECK(std::string(err) == RP + "read_index[1] = " + std::to_string(wh[0]) +
+                                    " is written by another sequence of the call (write_index[0, 0])");
+      CHECK(P2.get() == before);
+    }
   }
 
   const Grads full = reference(pb, d, false);
@@ -984,9 +1021,9 @@ void runPrefill(Problem pb, DType poolDt, bool split, bool kFirst = false, int64
       P(poolDt, kFirst ? std::vector<int64_t>{slots, Hv, K, V} : std::vector<int64_t>{slots, Hv, V, K}),
       SI(DType::I32, {N}), SO(DType::I32, {N}), CS(DType::I32, {N, M}), cu(DType::I32, {N + 1});
   q.set(d.q), k.set(d.k), v.set(d.v), g.set(d.g), beta.set(d.beta), P.set(kFirst ? swapLast(pool, V, K) : pool);
-  std::memcpy(SI.buf.p, in.data(), in.size() * 4);
-  std::memcpy(SO.buf.p, out.data(), out.size() * 4);
-  std::memcpy(CS.buf.p, cks.data(), cks.size() * 4);
+  std::memcpy(SI.buf.p, devSlots(in, slots, pb.pastPool).data(), in.size() * 4);
+  std::memcpy(SO.buf.p, devSlots(out, slots, pb.pastPool).data(), out.size() * 4);
+  std::memcpy(CS.buf.p, devSlots(cks, slots, pb.pastPool).data(), cks.size() * 4);
   o.poison();
   qla::gdn::ForwardParams fp;
   fp.q = q.ref(), fp.k = k.ref(), fp.v = v.ref(), fp.g = g.ref(), fp.beta = beta.ref(), fp.o = o.ref();
@@ -1106,6 +1143,13 @@ TEST_CASE("GDN prefill: K-first pools and prefix-caching checkpoints on the simu
   pb.offsets = {0, 90, 150};
   runPrefill(pb, DType::F32, false, true);
   unsetenv("QLA_GDN_FUSED_BV");
+  // Slots past the pool (start, final and checkpoint slots) as none.
+  pb.name = "prefill slots past the pool, split, checkpoints";
+  pb.V = 64;
+  pb.offsets = {0, 5, 150, 300};
+  pb.T = 300;
+  pb.pastPool = true;
+  runPrefill(pb, DType::F32, true, false, 64);
 }
 
 TEST_CASE("GDN decode and verify over a state pool on the simulator", "[gdn][sim][recurrent]") {
@@ -1166,4 +1210,12 @@ TEST_CASE("GDN decode and verify over a state pool on the simulator", "[gdn][sim
   pb.V = 128;
   pb.gate = true;
   runRecurrent(pb, DType::BF16);
+  // Slots past the pool read a zero state and store nothing (every other
+  // slot checked untouched).
+  pb.name = "verify N=3 T=2 K=V=64 slots past the pool";
+  pb.B = 3;
+  pb.K = pb.V = 64;
+  pb.gate = false;
+  pb.pastPool = true;
+  runRecurrent(pb, DType::F32);
 }
