@@ -191,8 +191,8 @@ op::Signature fusedSignature(const ForwardConfig &c) {
 
 op::Signature fusedPass1Signature(const ForwardConfig &c) {
   const DType dt = c.dtype, f32 = DType::F32, bf = DType::BF16, i32 = DType::I32, pt = c.pool ? c.poolDtype : f32;
-  return {{"Kt", "Vt", "G", "TS", "RK", "CU", "H0", "Pool", "PI", "LS", "PH", "PL"},
-          {dt, dt, c.gDtype, dt, f32, c.cuDtype, f32, pt, i32, f32, bf, bf},
+  return {{"Kt", "Vt", "G", "TS", "RK", "CU", "H0", "Pool", "PI", "LS", "PH", "PL", "HS"},
+          {dt, dt, c.gDtype, dt, f32, c.cuDtype, f32, pt, i32, f32, bf, bf, f32},
           1};
 }
 
@@ -412,7 +412,7 @@ Plan buildPlan(const ForwardParams &p, const WorkspaceLayout &l, void *workspace
   }
   if (split) {
     if (fused) {
-      plan.segment.tensors = {arg(p.k), arg(p.v), arg(p.g), TS, RK, CU, H0, Pool, PI, LS, PH, PL};
+      plan.segment.tensors = {arg(p.k), arg(p.v), arg(p.g), TS, RK, CU, H0, Pool, PI, LS, PH, PL, HS};
       plan.segment.scalars = {segChunks};
       plan.segment.stream = p.stream;
     } else {

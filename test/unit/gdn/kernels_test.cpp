@@ -87,8 +87,8 @@ Expected expectedSignature(const KernelSpec &spec, const ForwardConfig &c) {
             {dt, dt, dt, gt, bt, cu, f32, f32, dt, dt, f32, f32, DType::I32, DType::I32, DType::I32},
             {scale, ls, {"ce", DType::I32}}};
   if (spec.file == "gdn_fwd_fused_pass1.qla")
-    return {{"Kt", "Vt", "G", "TS", "RK", "CU", "H0", "Pool", "PI", "LS", "PH", "PL"},
-            {dt, dt, gt, dt, f32, cu, f32, f32, DType::I32, f32, bf, bf},
+    return {{"Kt", "Vt", "G", "TS", "RK", "CU", "H0", "Pool", "PI", "LS", "PH", "PL", "HS"},
+            {dt, dt, gt, dt, f32, cu, f32, f32, DType::I32, f32, bf, bf, f32},
             {ls}};
   if (spec.file == "gdn_bwd_dh.qla")
     return {{"Q", "Kt", "W", "DO", "GC", "CU", "H", "DHT", "DH", "DVD", "DH0", "SD", "GS", "LS", "PH", "PL"},
@@ -656,8 +656,9 @@ TEST_CASE("GDN: fused launch plans", "[gdn][kernels][nvrtc]") {
           CHECK(ft[7].shape[0] == NZ);
           // Pass 1 reads prepare's T' and writes what the merge reads: LS, PH, PL.
           auto &st = plan.segment.tensors;
-          REQUIRE(st.size() == 12);  // ..., H0, Pool, PI, LS, PH, PL
+          REQUIRE(st.size() == 13);  // ..., H0, Pool, PI, LS, PH, PL, HS (segment 0's start, with a pool)
           for (int t : {9, 10, 11}) CHECK(st[t].data == plan.merge.tensors[t - 7].data);
+          CHECK(st[12].data == ft[7].data);  // the HS the output pass reads
           auto &pt = plan.prepare.tensors;
           REQUIRE(pt.size() == 12);
           CHECK(st[3].data == pt[9].data);  // TS

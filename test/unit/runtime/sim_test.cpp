@@ -224,3 +224,36 @@ extern "C" __global__ void k(int* out) {
   CHECK(b < 256);
   CHECK(a != b);
 }
+
+TEST_CASE("QLA_SIM_BLOCK_ORDER=reverse runs the last block first, exposing a read of another block's write",
+          "[sim]") {
+  // Block 0 reads a word that the last block writes: in grid order it reads
+  // the old value, last block first the new one. Every block also records
+  // its turn.
+  rt::SimModule m(std::string(kHead) + R"(
+extern "C" __global__ void k(int* word, int* turn, int* seen) {
+  const int b = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+  if (threadIdx.x == 0) {
+    turn[b] = turn[64]++;
+    if (b == 0) *seen = *word;
+    if (b == int(gridDim.x * gridDim.y * gridDim.z) - 1) *word = 7;
+  }
+})", "k");
+  auto run = [&](const char *order) {
+    if (order) setenv("QLA_SIM_BLOCK_ORDER", order, 1);
+    else unsetenv("QLA_SIM_BLOCK_ORDER");
+    int word = 1, seen = 0;
+    std::vector<int> turn(65, 0);
+    int *pw = &word, *pt = turn.data(), *ps = &seen;
+    std::vector<void *> argv = {&pw, &pt, &ps};
+    m.run(argv.data(), {4, 3, 2}, 128, 64, {1, 1, 1});
+    unsetenv("QLA_SIM_BLOCK_ORDER");
+    return std::make_pair(seen, std::vector<int>(turn.begin(), turn.begin() + 24));
+  };
+  auto [seenFwd, turnFwd] = run(nullptr);
+  CHECK(seenFwd == 1);
+  for (int b = 0; b < 24; ++b) CHECK(turnFwd[size_t(b)] == b);  // x fastest, then y, then z
+  auto [seenRev, turnRev] = run("reverse");
+  CHECK(seenRev == 7);
+  for (int b = 0; b < 24; ++b) CHECK(turnRev[size_t(b)] == 23 - b);
+}

@@ -1123,9 +1123,18 @@ inline int launch(void (*k)(P...), void **args, const qla_sim_config *cfg, char 
   blockDim.x = cfg->threads, blockDim.y = 1, blockDim.z = 1;
   gridDim.x = cfg->grid[0], gridDim.y = cfg->grid[1], gridDim.z = cfg->grid[2];
   int rc = 0;
-  for (unsigned z = 0; z < cfg->grid[2] && !rc; ++z)
-    for (unsigned y = 0; y < cfg->grid[1] && !rc; ++y)
-      for (unsigned x = 0; x < cfg->grid[0] && !rc; ++x) {
+  // Blocks run one after another, in grid order, or with
+  // QLA_SIM_BLOCK_ORDER=reverse last block first: a kernel whose result
+  // depends on the order of its blocks (one block reading what another
+  // writes) then differs between the two.
+  const char *order = std::getenv("QLA_SIM_BLOCK_ORDER");
+  const bool reverse = order && std::string(order) == "reverse";
+  const unsigned long long blocks = 1ull * cfg->grid[0] * cfg->grid[1] * cfg->grid[2];
+  for (unsigned long long bi = 0; bi < blocks && !rc; ++bi) {
+      const unsigned long long b = reverse ? blocks - 1 - bi : bi;
+      const unsigned x = unsigned(b % cfg->grid[0]), y = unsigned(b / cfg->grid[0] % cfg->grid[1]),
+                     z = unsigned(b / cfg->grid[0] / cfg->grid[1]);
+      {
         blockIdx.x = x, blockIdx.y = y, blockIdx.z = z;
         Cta &c = cta();
         c.~Cta();
@@ -1155,6 +1164,7 @@ inline int launch(void (*k)(P...), void **args, const qla_sim_config *cfg, char 
           }
         if (!rc && !c.loads.empty()) rc = report("a TMA load nobody waited for at the end of a block");
       }
+  }
   for (Fiber &f : s.fibers)
     if (f.stack) munmap(f.stack, kStackBytes);
   sched() = nullptr;

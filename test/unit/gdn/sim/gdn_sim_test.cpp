@@ -1143,6 +1143,16 @@ TEST_CASE("GDN prefill: K-first pools and prefix-caching checkpoints on the simu
   pb.offsets = {0, 90, 150};
   runPrefill(pb, DType::F32, false, true);
   unsetenv("QLA_GDN_FUSED_BV");
+  // In place (the last sequence's final slot is its start slot) with a
+  // split, the blocks run last first: the last segment writes the slot
+  // before segment 0 would read it (segment 0 reads pass 1's copy).
+  setenv("QLA_SIM_BLOCK_ORDER", "reverse", 1);
+  pb.name = "prefill in place, split, blocks in reverse";
+  pb.V = 64;
+  pb.offsets = {0, 5, 150, 300};
+  pb.T = 300;
+  runPrefill(pb, DType::F32, true);
+  unsetenv("QLA_SIM_BLOCK_ORDER");
   // Slots past the pool (start, final and checkpoint slots) as none.
   pb.name = "prefill slots past the pool, split, checkpoints";
   pb.V = 64;
