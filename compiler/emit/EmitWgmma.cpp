@@ -23,9 +23,7 @@ LogicalResult Emitter::emitWgmmaFence(ValueRange frags) {
   // wgmma is a .sync.aligned instruction: every warp must be converged when
   // it reaches it. Loops with per-thread trip counts before it (scans, the
   // triangular inverse, bounded copies) do not guarantee that by themselves.
-  // Turns: wait until this warpgroup holds the token (the commit hands it on).
-  if (const Group &g = group(); g.turnBase)
-    line(fmt::format("qla::dev::named_barrier_sync({} + qla_wgl, 256);  // turns: this warpgroup's", g.turnBase));
+  // (Turns: a qlanv.turn_wait before the fence, a qlanv.turn_pass after the commit.)
   line("__syncwarp();");
   for (Value f : frags) line(fmt::format("qla::dev::warpgroup_fence_regs({});", name(f)));
   line("qla::dev::wgmma_fence();");

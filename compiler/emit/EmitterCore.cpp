@@ -576,26 +576,14 @@ LogicalResult Emitter::emitOpCode(Operation *op) {
       if (w == wg) break;
       ++id;
     }
-    const int64_t n = wg.getWgEnd() - wg.getWgBegin() + 1;
-    const bool turns = wg->hasAttr("turns") && n > 1;
     auto fa = wg->getAttrOfType<IntegerAttr>("fresh_addresses");
-    groups_.push_back({int64_t(wg.getWgBegin()), int64_t(wg.getWgEnd()), id,
-                       turns ? turnBarrierBase_ + int64_t(wg.getWgBegin()) : 0, fa ? fa.getInt() : 0});
+    groups_.push_back({int64_t(wg.getWgBegin()), int64_t(wg.getWgEnd()), id, fa ? fa.getInt() : 0});
     ++indent_;
     roleName_ = wg.getName().str();
     line(fmt::format("const int qla_wgl = qla_wg - {};  // warpgroup within the role", wg.getWgBegin()));
     line("(void)qla_wgl;");
-    // Turns: a token passed round the warpgroups through named barriers of
-    // 256 threads (the holder's 128 wait, the previous holder's 128 arrive);
-    // the last warpgroup hands the first turn to warpgroup 0, which takes
-    // back the last hand-off at the end, so that every barrier is balanced.
-    if (turns)
-      line(fmt::format("if (qla_wgl == {}) qla::dev::named_barrier_arrive({}, 256);  // turns: warpgroup 0 first",
-                       n - 1, group().turnBase));
+    // (Turns: the qlanv.turn_* ops of qlanv-insert-turns.)
     if (failed(emitBlock(wg.getBody().front()))) return failure();
-    if (turns)
-      line(fmt::format("if (qla_wgl == 0) qla::dev::named_barrier_sync({}, 256);  // turns: the last hand-off",
-                       group().turnBase));
     --indent_;
     groups_.pop_back();
     roleName_ = "block";
@@ -608,6 +596,29 @@ LogicalResult Emitter::emitOpCode(Operation *op) {
     if (failed(emitBlock(e.getBody().front()))) return failure();
     --indent_;
     line("}");
+    return success();
+  }
+  // Turns: a token passed round the role's warpgroups through named
+  // barriers of 256 threads (the holder's 128 wait, the previous holder's
+  // 128 arrive); the last warpgroup hands the first turn to warpgroup 0,
+  // which takes back the last hand-off at the end: every barrier balanced.
+  if (auto t = dyn_cast<TurnStartOp>(op)) {
+    line(fmt::format("if (qla_wgl == {}) qla::dev::named_barrier_arrive({}, 256);  // turns: warpgroup 0 first",
+                     t.getCount() - 1, t.getBase()));
+    return success();
+  }
+  if (auto t = dyn_cast<TurnWaitOp>(op)) {
+    line(fmt::format("qla::dev::named_barrier_sync({} + qla_wgl, 256);  // turns: this warpgroup's", t.getBase()));
+    return success();
+  }
+  if (auto t = dyn_cast<TurnPassOp>(op)) {
+    line(fmt::format("qla::dev::named_barrier_arrive({} + (qla_wgl + 1) % {}, 256);  // turns: the next warpgroup's",
+                     t.getBase(), t.getCount()));
+    return success();
+  }
+  if (auto t = dyn_cast<TurnFinishOp>(op)) {
+    line(fmt::format("if (qla_wgl == 0) qla::dev::named_barrier_sync({}, 256);  // turns: the last hand-off",
+                     t.getBase()));
     return success();
   }
   if (isa<GridDependentsLaunchOp>(op)) {
@@ -630,9 +641,6 @@ LogicalResult Emitter::emitOpCode(Operation *op) {
   if (auto f = dyn_cast<WgmmaFenceOp>(op)) return emitWgmmaFence(f.getFrags());
   if (isa<WgmmaCommitOp>(op)) {
     line("qla::dev::wgmma_commit();");
-    if (const Group &g = group(); g.turnBase)
-      line(fmt::format("qla::dev::named_barrier_arrive({} + (qla_wgl + 1) % {}, 256);  // turns: the next warpgroup's",
-                       g.turnBase, g.end - g.begin + 1));
     return success();
   }
   if (auto w = dyn_cast<WgmmaWaitOp>(op)) {

@@ -54,10 +54,6 @@ class Emitter {
   struct Group {
     int64_t begin = 0, end = 0;
     int64_t barrierId = 0;   // 0 = __syncthreads
-    // A role with `turns` over two or more warpgroups: warpgroup w waits on
-    // named barrier turnBase + w before issuing a product and hands the turn
-    // on to turnBase + (w + 1) % n after committing it (0: no turns).
-    int64_t turnBase = 0;
     // The role's fresh_addresses(N) (0: none): with the compiler option,
     // the smaller threshold applies to its copies.
     int64_t freshAddressRegs = 0;

@@ -15,4 +15,5 @@ void mlir::qla::buildQlaPipeline(OpPassManager &pm, const PipelineOptions &optio
   fpm.addPass(createQlaInsertFences());
   fpm.addPass(createQlaAssignResources());
   fpm.addPass(qlanv::createQlanvInsertGridDependency());
+  fpm.addPass(qlanv::createQlanvInsertTurns());
 }

@@ -151,6 +151,34 @@ def Qlanv_GridDependencyWaitOp : Qlanv_Op<"grid_dependency_wait"> {
   let assemblyFormat = "attr-dict";
 }
 
+// Turns (a role with `turns` over n >= 2 warpgroups): a token goes round
+// the role's warpgroups through the named barriers base .. base + n - 1 of
+// 256 threads each (the holder's 128 wait, the previous holder's 128
+// arrive), inserted by qlanv-insert-turns.
+def Qlanv_TurnStartOp : Qlanv_Op<"turn_start"> {
+  let summary = "the role's last warpgroup hands warpgroup 0 the first turn (arrive on barrier base)";
+  let arguments = (ins I64Attr:$base, I64Attr:$count);
+  let assemblyFormat = "$base `,` $count attr-dict";
+}
+
+def Qlanv_TurnWaitOp : Qlanv_Op<"turn_wait"> {
+  let summary = "warpgroup w of the role waits for its turn (sync on barrier base + w) before a product's fence";
+  let arguments = (ins I64Attr:$base);
+  let assemblyFormat = "$base attr-dict";
+}
+
+def Qlanv_TurnPassOp : Qlanv_Op<"turn_pass"> {
+  let summary = "warpgroup w hands the turn to w + 1 mod count (arrive on its barrier) after a product's commit";
+  let arguments = (ins I64Attr:$base, I64Attr:$count);
+  let assemblyFormat = "$base `,` $count attr-dict";
+}
+
+def Qlanv_TurnFinishOp : Qlanv_Op<"turn_finish"> {
+  let summary = "warpgroup 0 takes back the last hand-off at the role's end (sync on barrier base): every barrier balanced";
+  let arguments = (ins I64Attr:$base);
+  let assemblyFormat = "$base attr-dict";
+}
+
 def Qlanv_FenceProxyAsyncOp : Qlanv_Op<"fence_proxy_async"> {
   let summary = "order generic-proxy shared writes before async-proxy (TMA, wgmma) reads";
   let assemblyFormat = "attr-dict";

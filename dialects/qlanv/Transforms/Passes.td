@@ -20,4 +20,18 @@ def QlanvInsertGridDependency : Pass<"qlanv-insert-grid-dependency", "::mlir::fu
   let dependentDialects = ["::mlir::qlanv::QlanvDialect"];
 }
 
+def QlanvInsertTurns : Pass<"qlanv-insert-turns", "::mlir::func::FuncOp"> {
+  let summary = "Insert the turn hand-offs of roles with `turns` (the warpgroups issue their products in turn)";
+  let description = [{
+    For each role (`qlanv.warpgroups`) with the unit attribute `turns` over
+    n >= 2 warpgroups: the named barriers base .. base + n - 1, base = the
+    kernel's roles + 1 + its warpgroups (after the roles' barriers and the
+    per-warpgroup staging ones) + the role's first warpgroup;
+    `qlanv.turn_start` at the top of the body, `qlanv.turn_wait` before each
+    `qlanv.wgmma_fence`, `qlanv.turn_pass` after each `qlanv.wgmma_commit`
+    and `qlanv.turn_finish` at the end. A one-warpgroup role is left alone.
+  }];
+  let dependentDialects = ["::mlir::qlanv::QlanvDialect"];
+}
+
 #endif
