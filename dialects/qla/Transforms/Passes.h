@@ -17,7 +17,8 @@ namespace mlir::qla {
 #include "dialects/qla/Transforms/Passes.h.inc"
 
 // The whole pipeline, in order (canonicalize, layouts, channels, qlanv,
-// fences, resources, then qlanv's grid dependency). `printAfterAll` prints the IR after each pass to stderr.
+// fences, resources, then qlanv's grid dependency and turns).
+// `printAfterAll` prints the IR after each pass to stderr.
 // The compiler's pipeline. partialWaits: qla-lower-to-qlanv{partial-waits}.
 struct PipelineOptions {
   bool partialWaits = false;

@@ -17,8 +17,7 @@ struct InsertTurns : ::mlir::qlanv::impl::QlanvInsertTurnsBase<InsertTurns> {
     func::FuncOp fn = getOperation();
     // The named barriers: the roles' 1 .. R, one per warpgroup for staging,
     // then one per warpgroup for turns (the emitter's numbering).
-    int64_t roles = 0;
-    for (auto w : fn.getOps<WarpgroupsOp>()) ++roles, (void)w;
+    const int64_t roles = std::distance(fn.getOps<WarpgroupsOp>().begin(), fn.getOps<WarpgroupsOp>().end());
     int64_t threads = 128;
     if (auto t = fn->getAttrOfType<IntegerAttr>(qla::kThreadsAttr)) threads = t.getInt();
     const int64_t turnBase = roles + 1 + (threads + 127) / 128;

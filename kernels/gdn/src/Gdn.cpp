@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <limits>
 #include <map>
 #include <mutex>
 #include <set>
@@ -614,13 +613,10 @@ void validate(const ForwardParams &p, const char *oName) {
         // tokens fit in it; with unknown lengths (varlen, no host copy of
         // cu_seqlens) every entry counts.
         const int64_t M = p.checkpoint_slots->shape[1];
+        const bool known = !p.cu_seqlens || p.cu_seqlens_host;
         for (int64_t n = 0; n < N; ++n) {
-          const int64_t len = !p.cu_seqlens ? T
-                              : p.cu_seqlens_host ? p.cu_seqlens_host[n + 1] - p.cu_seqlens_host[n]
-                                                  : std::numeric_limits<int64_t>::max();
-          for (int64_t m = 0; m < M && (len == std::numeric_limits<int64_t>::max() ||
-                                        (m + 1) * p.checkpoint_every <= len);
-               ++m)
+          const int64_t len = !p.cu_seqlens ? T : known ? p.cu_seqlens_host[n + 1] - p.cu_seqlens_host[n] : 0;
+          for (int64_t m = 0; m < M && (!known || (m + 1) * p.checkpoint_every <= len); ++m)
             uses.push_back({"checkpoint_slots[" + std::to_string(n) + ", " + std::to_string(m) + "]", n,
                             p.checkpoint_slots_host[n * M + m], true});
         }

@@ -50,7 +50,7 @@ void validate(const ForwardParams &p, const char *oName);
 // wantText), contiguous, TMA-aligned.
 void checkCheckpoints(const TensorRef &c, const std::vector<int64_t> &want, const std::string &wantText);
 
-// The head sizes the kernels take (K in {64, 128}, V in {64, 128, 256}): ""
+// The head sizes the kernels take (K and V in {64, 128, 256}): ""
 // where (K, V) is one, else the reason (`K = 96 is not supported (...)`).
 std::string headDimsError(int64_t K, int64_t V);
 
