@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "llvm/ADT/MapVector.h"
+#include "mlir/IR/Matchers.h"
 
 #include "compiler/emit/EmitHelpers.h"
 #include "dialects/qla/IR/FragLayout.h"
@@ -27,9 +28,14 @@ Emitter::TileAccess Emitter::openTileAccess(Value g, ValueRange offsets, ArrayRe
   const std::string &tn = tensorNames_[t];
   TileAccess a;
   std::string off = "0LL", ok = "true";
+  // In a role with fresh_addresses, the offsets are taken afresh
+  // (qla::dev::opaque): the slice's 64-bit pointer is formed at the access,
+  // not hoisted out of the role's loop and held (or spilled) across it.
+  const bool freshOffsets = group().freshAddressRegs > 0;
   for (size_t d = 0; d < ti.dims.size(); ++d) {
     std::string o = name(offsets[d]), stride = fmt::format("{}_stride{}", tn, d);
-    off += fmt::format(" + (long long){} * {}", o, stride);
+    const bool opaque = freshOffsets && !matchPattern(offsets[d], m_Constant());
+    off += fmt::format(" + (long long){} * {}", opaque ? fmt::format("qla::dev::opaque({})", o) : o, stride);
     if (llvm::is_contained(dropped, (int64_t)d)) {
       ok += fmt::format(" && {0} >= 0 && {0} < {1}", o, ti.dims[d]);
       for (auto [lim, ld] : llvm::zip(limits, limitDims))
@@ -92,6 +98,55 @@ LogicalResult Emitter::emitFragGlobal(Value frag, Value g, ValueRange offsets, A
       fmt::format("{} == 1 && {} % 2 == 0 && (reinterpret_cast<unsigned long long>({}) & {}) == 0", cs, rs, a.ptr,
                   2 * eb - 1),
       "tvec");
+  // In a role of a warp-specialized kernel, whose loop runs many chunks:
+  // the whole tile in bounds and every pair vectorizable (every full chunk
+  // of a sequence) takes one unguarded access per pair, with no
+  // per-register predicates or branches, and the guarded loop below the
+  // rest (a sequence's last chunk). Both are in the code, but the loop runs
+  // the first nearly always, which keeps its hot code small (the roles'
+  // code shares the SM's instruction cache). Outside roles the guarded loop
+  // alone (a second copy of the access raised the decode kernel's spills).
+  const bool fastPath = group().barrierId != 0;
+  if (fastPath) {
+    std::string whole = vec + " && " + a.ok;
+    for (size_t d = 0; d < a.lo.size(); ++d)
+      whole += fmt::format(" && {} <= 0 && {} >= {}", a.lo[d], a.hi[d], ft.getShape()[d]);
+    line(fmt::format("if ({}) {{", whole));
+    ++indent_;
+    RegLoop f = openRegLoop(ft);
+    line(fmt::format("if ({} % 2 == 0) {{", f.reg));
+    ++indent_;
+    std::string fp = fresh("p");
+    // Column stride 1 (vec): the column is an element offset.
+    line(fmt::format("{}auto* const {} = {} + (long long)({}) * {} + ({});", store ? "" : "const ", fp, a.ptr, f.idx[0],
+                     rs, f.idx[1]));
+    std::string fvt = eb == 4 ? "float2" : "qla::dev::u32";
+    std::string f1 = fmt::format("({} + 1)", f.reg);
+    if (store) {
+      std::string v0 = fragElem(frag, f.reg), v1 = fragElem(frag, f1);
+      line(fmt::format("*reinterpret_cast<{}*>({}) = {};", fvt, fp,
+                       eb == 4 ? fmt::format("make_float2({}, {})", v0, v1)
+                               : fmt::format("qla::dev::pack_{}x2({}, {})", pfx(gt), v0, v1)));
+    } else {
+      std::string w = fresh("w");
+      line(fmt::format("const {0} {1} = *reinterpret_cast<const {0}*>({2});", fvt, w, fp));
+      if (eb == 4) {
+        fragStore(frag, f.reg, w + ".x");
+        fragStore(frag, f1, w + ".y");
+      } else {
+        fragStore(frag, f.reg, fmt::format("qla::dev::unpack_{}x2_lo({})", pfx(gt), w));
+        fragStore(frag, f1, fmt::format("qla::dev::unpack_{}x2_hi({})", pfx(gt), w));
+      }
+      if (ft.getRegsPerThread() >= 128)
+        line(fmt::format("if ({} % 16 == 14) asm volatile(\"\" ::: \"memory\");", f.reg));
+    }
+    --indent_;
+    line("}");
+    closeLoop();
+    --indent_;
+    line("} else {");
+    ++indent_;
+  }
   RegLoop l = openRegLoop(ft);  // visits every register; pairs handled at even ones
   line(fmt::format("if ({} % 2 == 0) {{", l.reg));
   ++indent_;
@@ -140,6 +195,10 @@ LogicalResult Emitter::emitFragGlobal(Value frag, Value g, ValueRange offsets, A
   --indent_;
   line("}");
   closeLoop();
+  if (fastPath) {
+    --indent_;
+    line("}");
+  }
   --indent_;
   line("}");
   return success();
