@@ -1111,8 +1111,9 @@ TEST_CASE("GDN backward: the fused gradient kernel's specializations (first vers
 
 // The fused gradient kernel (off by default) still spills; its bar is zero
 // (issue 32). A ratchet until then: each of these specializations spills at
-// most what it spilled when this test was written (ptxas of CUDA 13.0,
-// 2026-12-05; kernels/gdn/KERNELS.md, section 5, "Registers"). Lower a
+// most what it spilled when last measured (ptxas of CUDA 13.0, 2026-12-05,
+// after the emitter's whole-tile global copies; kernels/gdn/KERNELS.md,
+// section 5, "Registers"). Lower a
 // ceiling when a change cuts the bytes; a change that raises them fails here.
 TEST_CASE("GDN fused gradient kernel: spill bytes no higher than recorded", "[gdn][kernels][nvrtc]") {
   if (!backwardKernelsPresent()) return;
@@ -1128,19 +1129,19 @@ TEST_CASE("GDN fused gradient kernel: spill bytes no higher than recorded", "[gd
          return f32Gates(c) && c.fwd.dtype == DType::BF16 && c.fwd.K == 128 && c.fwd.V == 128 && c.fwd.varlen &&
                 !c.fwd.l2norm && c.fwd.initialState && c.dht && c.dh0;
        },
-       288},
+       236},
       {"bf16, L2 norm, varlen",
        [&](const BackwardConfig &c) {
          return f32Gates(c) && c.fwd.dtype == DType::BF16 && c.fwd.K == 128 && c.fwd.V == 128 && c.fwd.varlen &&
                 c.fwd.l2norm;
        },
-       428},
+       416},
       {"f16",
        [&](const BackwardConfig &c) {
          return f32Gates(c) && c.fwd.dtype == DType::F16 && c.fwd.K == 128 && c.fwd.V == 128 && !c.fwd.varlen &&
                 !c.fwd.l2norm;
        },
-       392},
+       336},
   };
   for (const Case &cs : cases) {
     INFO(cs.what);
