@@ -21,6 +21,15 @@ namespace qla::compiler {
 
 using namespace emit_detail;
 
+namespace {
+// The origin (r0, c0) of a copy's sub-tile (CopyOp box), (0, 0) without one.
+std::pair<int64_t, int64_t> boxOrigin(CopyOp op) {
+  if (auto b = op.getBox()) return {(*b)[0], (*b)[1]};
+  return {0, 0};
+}
+std::string plusConst(const std::string &e, int64_t c) { return c ? fmt::format("({} + {})", e, c) : e; }
+}  // namespace
+
 Emitter::TileAccess Emitter::openTileAccess(Value g, ValueRange offsets, ArrayRef<int64_t> dropped, ValueRange limits,
                                             ArrayRef<int64_t> limitDims, bool forWrite) {
   int t = tensorIndex(g);
@@ -338,7 +347,7 @@ void Emitter::findWgStaging() {
         ok = false;
       } else if (auto c = dyn_cast<CopyOp>(u); c && c.getDst() == tile) {
         auto f = dyn_cast<FragType>(c.getSrc().getType());
-        ok = f && c.getTranspose() && f.getLayout() == FragType::Acc && int64_t(f.getWarpgroups()) == n &&
+        ok = f && c.getTranspose() && !c.getBox() && f.getLayout() == FragType::Acc && int64_t(f.getWarpgroups()) == n &&
              f.getShape()[0] == shape[1];
         if (!ok) break;
         // Warpgroup w holds exactly rows [w M/n, (w + 1) M/n) (FragLayout).
@@ -452,6 +461,10 @@ LogicalResult Emitter::emitCopy(CopyOp op) {
   RegLoop l = openRegLoop(frag);
   std::string row = tile.getShape().size() == 2 ? l.idx[0] : "0", col = l.idx.back();
   if (trans) std::swap(row, col);  // tile [j, i] is fragment [i, j]
+  // A sub-tile (box): its origin offsets the tile index (untransposed).
+  auto [r0, c0] = boxOrigin(op);
+  row = plusConst(row, r0);
+  col = plusConst(col, c0);
   const std::string idx = smemIndex(tile, row, col);
   std::string at = fmt::format("{}[{}]", tn, idx);
   if (!pairs) {
@@ -512,7 +525,7 @@ LogicalResult Emitter::emitCopy(CopyOp op) {
 // more registers a thread, the lane and warp ids are taken afresh (as for
 // the element-wise copies). closeX4Loop ends the scopes.
 void Emitter::openX4Loop(FragType frag, SharedType tile, bool trans, const char *blkName, const char *rowName,
-                         std::string &q, std::string &addr) {
+                         std::string &q, std::string &addr, int64_t r0, int64_t c0) {
   const FragLayout lay = FragLayout::of(frag);
   if (freshAddressesFor(frag)) {
     openFreshIds();  // the scope, with the ids taken afresh
@@ -530,7 +543,7 @@ void Emitter::openX4Loop(FragType frag, SharedType tile, bool trans, const char 
   std::vector<std::string> o = lay.indexText(reg, "0");
   std::string orow = declareStr("int", o[0], "row"), ocol = declareStr("int", o[1], "col");
   addr = trans ? smemIndex(tile, fmt::format("{} + {}", ocol, arow), orow)
-               : smemIndex(tile, fmt::format("{} + {}", orow, arow), ocol);
+               : smemIndex(tile, fmt::format("{} + {}", plusConst(orow, r0), arow), plusConst(ocol, c0));
 }
 
 void Emitter::closeX4Loop() {
@@ -557,7 +570,8 @@ void Emitter::emitStmatrix(CopyOp op, bool trans) {
   const std::string fn = name(op.getSrc()), tn = name(op.getDst());
   const bool same16 = fe == te;  // packed registers move as they are
   std::string q, addr;
-  openX4Loop(frag, tile, trans, "stm", "sta", q, addr);
+  auto [r0, c0] = boxOrigin(op);
+  openX4Loop(frag, tile, trans, "stm", "sta", q, addr, r0, c0);
   std::vector<std::string> regs;
   for (int m = 0; m < 4; ++m) {
     std::string r0 = fmt::format("8 * {} + {}", q, 2 * m), r1 = fmt::format("8 * {} + {}", q, 2 * m + 1);

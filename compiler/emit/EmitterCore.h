@@ -112,8 +112,9 @@ class Emitter {
   void emitBlockInverse16();
   void emitLdmatrixTrans(mlir::qla::CopyOp op);
   bool freshAddressesFor(mlir::qla::FragType frag) const;
+  // (r0, c0): the origin of the copy's sub-tile (CopyOp box; untransposed).
   void openX4Loop(mlir::qla::FragType frag, mlir::qla::SharedType tile, bool trans, const char *blkName,
-                  const char *rowName, std::string &q, std::string &addr);
+                  const char *rowName, std::string &q, std::string &addr, int64_t r0 = 0, int64_t c0 = 0);
   void closeX4Loop();
   bool tmaStoreBox(mlir::qla::StoreOp op, std::vector<uint32_t> &box);
   void waitTmaStoreReads(mlir::Value tile);

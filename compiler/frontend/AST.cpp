@@ -165,8 +165,14 @@ const char *assignOpStr(AssignOp op) {
   return "?";
 }
 
-TensorArgDecl *TileRef::tensor() const { return sliced ? as<TensorArgDecl>(decl) : nullptr; }
-TileDecl *TileRef::tile() const { return sliced ? nullptr : as<TileDecl>(decl); }
+TensorArgDecl *TileRef::tensor() const { return sliced && !subTile ? as<TensorArgDecl>(decl) : nullptr; }
+TileDecl *TileRef::tile() const { return sliced && !subTile ? nullptr : as<TileDecl>(decl); }
+std::vector<int64_t> TileRef::shape() const {
+  if (subTile) return {box[2], box[3]};
+  if (sliced) return sliceShape;
+  TileDecl *t = tile();
+  return t ? t->shape : std::vector<int64_t>{};
+}
 
 std::vector<int64_t> GemmOperand::shape() const {
   if (sliced()) return {box[2], box[3]};

@@ -327,8 +327,45 @@ Sema::Side Sema::checkRef(TileRef &r) {
     return t->space() == MemSpace::Frag ? Side::Frag : Side::Shared;
   }
   auto *t = as<TensorArgDecl>(d);
+  if (auto *tile = as<TileDecl>(d); tile && tile->space() == MemSpace::Shared) {
+    // A shared tile's sub-tile: NAME[r0 :+ nr, c0 :+ nc], constant starts
+    // (multiples of 8) and extents inside the tile (checkCopy: the other
+    // operand a fragment).
+    if (tile->shape.empty()) return Side::Bad;  // declaration already reported
+    if (tile->rank() != 2 || r.slices.size() != 2) {
+      error(r.loc, "a sub-tile of shared tile '" + r.name + "' is NAME[r0 :+ rows, c0 :+ cols] of a 2-D tile");
+      return Side::Bad;
+    }
+    bool ok = true;
+    for (int i = 0; i < 2; ++i) {
+      Slice &sl = r.slices[i];
+      if (!sl.extent || sl.limit) {
+        error(sl.loc, "a sub-tile's slice is START :+ EXTENT (constants), without 'until'");
+        ok = false;
+        continue;
+      }
+      auto st = constInt(sl.start, "the start of a sub-tile");
+      auto ex = constInt(sl.extent, "the extent of a sub-tile", /*positive=*/true);
+      if (!st || !ex) {
+        ok = false;
+        continue;
+      }
+      if (*st < 0 || *st + *ex > tile->shape[i] || *st % 8 != 0) {
+        error(sl.loc, std::string("the sub-tile ") + std::to_string(*st) + " :+ " + std::to_string(*ex) + " of '" +
+                          r.name + "' must start at a multiple of 8 and stay in its " + (i == 0 ? "rows" : "columns") +
+                          " [0, " + std::to_string(tile->shape[i]) + ")");
+        ok = false;
+        continue;
+      }
+      r.box[i] = *st;
+      r.box[2 + i] = *ex;
+    }
+    if (!ok) return Side::Bad;
+    r.subTile = true;
+    return Side::Shared;
+  }
   if (!t) {
-    error(r.loc, "only global tensors can be sliced; '" + r.name + "' is " + describe(d));
+    error(r.loc, "only global tensors and shared tiles can be sliced; '" + r.name + "' is " + describe(d));
     return Side::Bad;
   }
   size_t before = errors_;
@@ -373,6 +410,12 @@ void Sema::checkCopy(CopyStmt &s) {
                                         shapeString(r->tile()->shape));
   }
   const bool trans = s.transposed();
+  // A shared tile's sub-tile goes to or from a fragment, untransposed.
+  const bool fragShared = (from == Side::Frag && to == Side::Shared) || (from == Side::Shared && to == Side::Frag);
+  for (auto [r, side] : refs)
+    if (r->subTile && (!fragShared || trans))
+      return error(r->loc, "a sub-tile of shared tile '" + r->name +
+                               "' is copied to or from a fragment only, and not transposed");
   auto fragShape = [&](TileDecl *t) {
     std::vector<int64_t> sh = t->shape;
     if (trans && t->space() == MemSpace::Frag && sh.size() == 2) std::swap(sh[0], sh[1]);
@@ -432,9 +475,9 @@ void Sema::checkCopy(CopyStmt &s) {
       return error(s.dst.loc, "shape " + shapeString(m->shape) + " of '" + mn +
                                   "' does not match the transposed shape " + shapeString(fragShape(f)) +
                                   " of fragment '" + fn + "'");
-  } else if (a->shape != b->shape) {
-    return error(s.dst.loc, "shape " + shapeString(a->shape) + " of '" + s.src.name + "' does not match shape " +
-                                shapeString(b->shape) + " of '" + s.dst.name + "'");
+  } else if (s.src.shape() != s.dst.shape()) {
+    return error(s.dst.loc, "shape " + shapeString(s.src.shape()) + " of '" + s.src.name + "' does not match shape " +
+                                shapeString(s.dst.shape()) + " of '" + s.dst.name + "'");
   }
   if (from == Side::Shared) s.copyKind = to == Side::Shared ? CopyKind::SharedToShared : CopyKind::SharedToFrag;
   else s.copyKind = CopyKind::FragToShared;

@@ -307,8 +307,10 @@ void IRGen::genCopy(const fe::CopyStmt &c) {
     case K::SharedToShared: {
       Value s = lookup(c.src.tile(), c.src.loc), d = lookup(c.dst.tile(), c.dst.loc);
       if (s && d) {
-        auto cp = CopyOp::create(b_, l, s, d);
+        auto cp = CopyOp::create(b_, l, s, d, /*transpose=*/nullptr, /*box=*/nullptr);
         if (c.transposed()) cp.setTranspose(true);
+        for (const fe::TileRef *r : {&c.src, &c.dst})
+          if (r->subTile) cp.setBoxAttr(b_.getDenseI64ArrayAttr(r->box));
       }
       return;
     }

@@ -119,6 +119,24 @@ LogicalResult CopyOp::verify() {
   Type s = getSrc().getType(), d = getDst().getType();
   if (isa<FragType>(s) && isa<FragType>(d))
     return emitOpError("copies between tiles go shared→fragment or fragment→shared");
+  if (auto box = getBox()) {
+    if (isa<SharedType>(s) == isa<SharedType>(d))
+      return emitOpError("a sub-tile (box) needs a fragment <-> shared copy");
+    if (getTranspose()) return emitOpError("a sub-tile (box) copy cannot be transposed");
+    auto ms = tileShape(isa<SharedType>(s) ? s : d), fs = tileShape(isa<FragType>(s) ? s : d);
+    if (box->size() != 4 || ms.size() != 2)
+      return emitOpError("a box is [r0, c0, nr, nc] of a 2-D tile");
+    const int64_t r0 = (*box)[0], c0 = (*box)[1], nr = (*box)[2], nc = (*box)[3];
+    if (r0 < 0 || c0 < 0 || nr <= 0 || nc <= 0 || r0 + nr > ms[0] || c0 + nc > ms[1])
+      return emitOpError("box [") << r0 << ", " << c0 << ", " << nr << ", " << nc << "] is not inside the tile "
+                                  << shapeStr(ms);
+    if (r0 % 8 != 0 || c0 % 8 != 0)
+      return emitOpError("a box's origin must be a multiple of 8 (rows and columns), got [") << r0 << ", " << c0
+                                                                                             << "]";
+    if (fs.size() != 2 || fs[0] != nr || fs[1] != nc)
+      return emitOpError("shape mismatch: fragment ") << shapeStr(fs) << ", box [" << nr << ", " << nc << "]";
+    return success();
+  }
   if (getTranspose()) {
     Type f = isa<FragType>(s) ? s : d, m = isa<FragType>(s) ? d : s;
     if (failed(verifyTransposedFrag(*this, f))) return failure();
@@ -435,9 +453,34 @@ LogicalResult PutOp::verify() {
       return o.emitOpError("in a put cannot read the slot's tiles");
   }
   // Every slot tile is filled exactly once: the slot's byte count is armed
-  // for all of them, so a missing copy would hang the consumer.
+  // for all of them, so a missing copy would hang the consumer. Copies into
+  // sub-tiles (box) of a 2-D slot tile count when they cover it exactly
+  // once: disjoint, their areas summing to the tile's.
   for (BlockArgument arg : args) {
-    int writes = llvm::count_if(arg.getUsers(), [&](Operation *u) { return written(u) == arg; });
+    int writes = 0;
+    int64_t area = 0;
+    SmallVector<ArrayRef<int64_t>> boxes;
+    for (Operation *u : arg.getUsers()) {
+      if (written(u) != arg) continue;
+      auto c = dyn_cast<CopyOp>(u);
+      if (!c || !c.getBox()) {
+        ++writes;
+        continue;
+      }
+      ArrayRef<int64_t> b = *c.getBox();
+      for (ArrayRef<int64_t> o : boxes)
+        if (b[0] < o[0] + o[2] && o[0] < b[0] + b[2] && b[1] < o[1] + o[3] && o[1] < b[1] + b[3])
+          return emitOpError("copies into overlapping sub-tiles of slot tile #") << arg.getArgNumber();
+      boxes.push_back(b);
+      area += b[2] * b[3];
+    }
+    if (!boxes.empty()) {
+      auto shape = cast<SharedType>(arg.getType()).getShape();
+      if (writes != 0 || area != shape[0] * shape[1])
+        return emitOpError("must copy into each slot tile exactly once; the sub-tiles written into tile #")
+               << arg.getArgNumber() << " do not cover it";
+      continue;
+    }
     if (writes != 1)
       return emitOpError("must copy into each slot tile exactly once; tile #")
              << arg.getArgNumber() << " is written " << writes << " time(s)";

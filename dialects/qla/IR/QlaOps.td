@@ -98,8 +98,13 @@ def Qla_CopyOp : Qla_Op<"copy"> {
     With `transpose` (`qla.copy %o -> %s {transpose} : !qla.frag<64x32xf32> ->
     !qla.smem<32x64xbf16>`) the fragment is 2-D and the tile has its shape
     swapped: s[j, i] = f[i, j] (or f[i, j] = s[j, i]).
+    `box` = [r0, c0, nr, nc] (a fragment <-> shared copy, not transposed): the
+    shared side is the sub-tile of rows [r0, r0 + nr) and columns
+    [c0, c0 + nc) of a 2-D tile, r0 and c0 multiples of 8, and the fragment
+    is [nr, nc].
   }];
-  let arguments = (ins Qla_AnyTile:$src, Qla_AnyTile:$dst, UnitAttr:$transpose);
+  let arguments = (ins Qla_AnyTile:$src, Qla_AnyTile:$dst, UnitAttr:$transpose,
+                       OptionalAttr<DenseI64ArrayAttr>:$box);
   let assemblyFormat = "$src `->` $dst attr-dict `:` type($src) `->` type($dst)";
   let hasVerifier = 1;
 }

@@ -195,6 +195,56 @@ func.func @copy_shared_shared() {
 
 // -----
 
+func.func @copy_box_shared_shared() {
+  %a = qla.alloc_shared : !qla.smem<64x64xbf16>
+  %b = qla.alloc_shared : !qla.smem<64x64xbf16>
+  // expected-error @+1 {{'qla.copy' op a sub-tile (box) needs a fragment <-> shared copy}}
+  qla.copy %a -> %b {box = array<i64: 0, 0, 64, 64>} : !qla.smem<64x64xbf16> -> !qla.smem<64x64xbf16>
+  return
+}
+
+// -----
+
+func.func @copy_box_transposed() {
+  %a = qla.alloc_shared : !qla.smem<64x64xbf16>
+  %f = qla.alloc_frag : !qla.frag<32x32xf32>
+  // expected-error @+1 {{'qla.copy' op a sub-tile (box) copy cannot be transposed}}
+  qla.copy %f -> %a {transpose, box = array<i64: 0, 0, 32, 32>} : !qla.frag<32x32xf32> -> !qla.smem<64x64xbf16>
+  return
+}
+
+// -----
+
+func.func @copy_box_outside() {
+  %a = qla.alloc_shared : !qla.smem<64x64xbf16>
+  %f = qla.alloc_frag : !qla.frag<64x32xf32>
+  // expected-error @+1 {{'qla.copy' op box [0, 40, 64, 32] is not inside the tile [64, 64]}}
+  qla.copy %f -> %a {box = array<i64: 0, 40, 64, 32>} : !qla.frag<64x32xf32> -> !qla.smem<64x64xbf16>
+  return
+}
+
+// -----
+
+func.func @copy_box_origin() {
+  %a = qla.alloc_shared : !qla.smem<64x64xbf16>
+  %f = qla.alloc_frag : !qla.frag<32x32xf32>
+  // expected-error @+1 {{'qla.copy' op a box's origin must be a multiple of 8 (rows and columns), got [4, 0]}}
+  qla.copy %a -> %f {box = array<i64: 4, 0, 32, 32>} : !qla.smem<64x64xbf16> -> !qla.frag<32x32xf32>
+  return
+}
+
+// -----
+
+func.func @copy_box_shape() {
+  %a = qla.alloc_shared : !qla.smem<64x64xbf16>
+  %f = qla.alloc_frag : !qla.frag<64x32xf32>
+  // expected-error @+1 {{'qla.copy' op shape mismatch: fragment [64, 32], box [64, 64]}}
+  qla.copy %a -> %f {box = array<i64: 0, 0, 64, 64>} : !qla.smem<64x64xbf16> -> !qla.frag<64x32xf32>
+  return
+}
+
+// -----
+
 func.func @copy_shape() {
   %a = qla.alloc_shared : !qla.smem<64x64xbf16>
   %f = qla.alloc_frag : !qla.frag<64x32xf32>
@@ -1065,6 +1115,48 @@ func.func @put_missing_tile(%A: !qla.global<bf16, 2>, %i: index) {
     qla.get %ch {
     ^bb0(%a: !qla.smem<64x64xbf16>, %b: !qla.smem<64x64xbf16>):
     } : !qla.channel<[!qla.smem<64x64xbf16>, !qla.smem<64x64xbf16>], 2>
+  }
+  return
+}
+
+// -----
+
+// Copies into sub-tiles of a slot tile must cover it exactly once.
+func.func @put_sub_tiles_overlap() {
+  %ch = qla.channel "c" : !qla.channel<[!qla.smem<64x128xbf16>], 1>
+  qla.role "p" warpgroups 0 to 0 regs 0 {
+    %f = qla.alloc_frag : !qla.frag<64x64xf32>
+    // expected-error @+1 {{'qla.put' op copies into overlapping sub-tiles of slot tile #0}}
+    qla.put %ch {
+    ^bb0(%t: !qla.smem<64x128xbf16>):
+      qla.copy %f -> %t {box = array<i64: 0, 0, 64, 64>} : !qla.frag<64x64xf32> -> !qla.smem<64x128xbf16>
+      qla.copy %f -> %t {box = array<i64: 0, 32, 64, 64>} : !qla.frag<64x64xf32> -> !qla.smem<64x128xbf16>
+    } : !qla.channel<[!qla.smem<64x128xbf16>], 1>
+  }
+  qla.role "q" warpgroups 1 to 1 regs 0 {
+    qla.get %ch {
+    ^bb0(%t: !qla.smem<64x128xbf16>):
+    } : !qla.channel<[!qla.smem<64x128xbf16>], 1>
+  }
+  return
+}
+
+// -----
+
+func.func @put_sub_tiles_short() {
+  %ch = qla.channel "c" : !qla.channel<[!qla.smem<64x128xbf16>], 1>
+  qla.role "p" warpgroups 0 to 0 regs 0 {
+    %f = qla.alloc_frag : !qla.frag<64x64xf32>
+    // expected-error @+1 {{'qla.put' op must copy into each slot tile exactly once; the sub-tiles written into tile #0 do not cover it}}
+    qla.put %ch {
+    ^bb0(%t: !qla.smem<64x128xbf16>):
+      qla.copy %f -> %t {box = array<i64: 0, 64, 64, 64>} : !qla.frag<64x64xf32> -> !qla.smem<64x128xbf16>
+    } : !qla.channel<[!qla.smem<64x128xbf16>], 1>
+  }
+  qla.role "q" warpgroups 1 to 1 regs 0 {
+    qla.get %ch {
+    ^bb0(%t: !qla.smem<64x128xbf16>):
+    } : !qla.channel<[!qla.smem<64x128xbf16>], 1>
   }
   return
 }

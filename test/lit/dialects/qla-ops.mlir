@@ -76,6 +76,9 @@ func.func @copies(%A: !qla.global<bf16, 2>, %W: !qla.global<bf16, 1>, %C: !qla.g
   qla.copy %s -> %f : !qla.smem<64x64xbf16, swizzle 128> -> !qla.frag<64x64xf32>
   // CHECK: qla.copy %{{.*}} -> %{{.*}} : !qla.frag<64x64xf32> -> !qla.smem<64x64xbf16, swizzle 128>
   qla.copy %f -> %s : !qla.frag<64x64xf32> -> !qla.smem<64x64xbf16, swizzle 128>
+  // A sub-tile of a shared tile (here the whole of it).
+  // CHECK: qla.copy %{{.*}} -> %{{.*}} {box = array<i64: 0, 0, 64, 64>} : !qla.frag<64x64xf32> -> !qla.smem<64x64xbf16, swizzle 128>
+  qla.copy %f -> %s {box = array<i64: 0, 0, 64, 64>} : !qla.frag<64x64xf32> -> !qla.smem<64x64xbf16, swizzle 128>
   // CHECK: qla.store %{{.*}} -> %[[C]][%[[M]], %{{.*}}] : !qla.frag<64x64xf32> -> <bf16, 2>
   qla.store %f -> %C[%m, %c0] : !qla.frag<64x64xf32> -> !qla.global<bf16, 2>
   // CHECK: qla.store %{{.*}} -> %[[C]][%[[M]], %{{.*}}] : !qla.smem<64x64xbf16, swizzle 128> -> <bf16, 2>

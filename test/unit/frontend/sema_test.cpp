@@ -271,8 +271,25 @@ TEST_CASE("sema: copies", "[sema]") {
   CHECK(err(K(decls + "copy a -> A[0 :+ 64, 0 :+ 32]")) ==
         "t.qla:7:11: error: cannot write tensor 'A': it is not declared 'out'");
   CHECK(err(K(decls + "copy A -> a")) == "t.qla:7:6: error: global tensor 'A' must be sliced: A[start :+ extent, ...]");
-  CHECK(err(K(decls + "copy a[0 :+ 64, 0 :+ 32] -> f")) ==
-        "t.qla:7:6: error: only global tensors can be sliced; 'a' is a shared tile");
+  // A shared tile's sub-tile, to or from a fragment (constant, 8-aligned starts).
+  ok(K(decls + "copy a[0 :+ 64, 0 :+ 32] -> f"));
+  ok(K(decls + "frag g: f32[32, 16]\ncopy g -> a[32 :+ 32, 16 :+ 16]\ncopy a[8 :+ 32, 0 :+ 16] -> g"));
+  CHECK(err(K(decls + "frag g: f32[32, 16]\ncopy a[4 :+ 32, 0 :+ 16] -> g")) == 
+        "t.qla:8:8: error: the sub-tile 4 :+ 32 of 'a' must start at a multiple of 8 and stay in its rows [0, 64)");
+  CHECK(err(K(decls + "frag g: f32[32, 16]\ncopy g -> a[40 :+ 32, 0 :+ 16]")) == 
+        "t.qla:8:13: error: the sub-tile 40 :+ 32 of 'a' must start at a multiple of 8 and stay in its rows [0, 64)");
+  CHECK(err(K(decls + "copy a[n :+ 64, 0 :+ 32] -> f")) == 
+        "t.qla:7:8: error: the start of a sub-tile must be a compile-time constant, but 'n' is not");
+  CHECK(err(K(decls + "copy A[0 :+ 64, 0 :+ 32] -> a[0 :+ 64, 0 :+ 32]")) == 
+        "t.qla:7:29: error: a sub-tile of shared tile 'a' is copied to or from a fragment only, and not transposed");
+  CHECK(err(K(decls + "frag g: f32[32, 32]\ncopy g^T -> a[0 :+ 32, 0 :+ 32]")) == 
+        "t.qla:8:13: error: a sub-tile of shared tile 'a' is copied to or from a fragment only, and not transposed");
+  CHECK(err(K(decls + "frag g: f32[32, 16]\ncopy a[0 :+ 32, 0 :+ 32] -> g")) == 
+        "t.qla:8:29: error: shape [32, 32] of 'a' does not match shape [32, 16] of 'g'");
+  CHECK(err(K(decls + "copy a[0 :+ 64] -> f")) == 
+        "t.qla:7:6: error: a sub-tile of shared tile 'a' is NAME[r0 :+ rows, c0 :+ cols] of a 2-D tile");
+  CHECK(err(K(decls + "copy f[0 :+ 64, 0 :+ 32] -> a")) ==
+        "t.qla:7:6: error: only global tensors and shared tiles can be sliced; 'f' is a fragment");
   CHECK(err(K(decls + "copy n -> f")) == "t.qla:7:6: error: 'n' is a scalar argument, not a tile");
   CHECK(err(K(decls + "frag g: f32[32, 64]\ncopy a -> g")) ==
         "t.qla:8:11: error: shape [64, 32] of 'a' does not match shape [32, 64] of 'g'");

@@ -583,8 +583,14 @@ struct TileRef {
   // order) and the tensor dims indexed by a single index.
   std::vector<int64_t> sliceShape;
   std::vector<int> droppedDims;
-  TensorArgDecl *tensor() const;  // null unless sliced
-  TileDecl *tile() const;         // null when sliced
+  // A shared tile's sub-tile, NAME[r0 :+ nr, c0 :+ nc] (constant starts and
+  // extents; the other operand a fragment): set by sema, with its box.
+  bool subTile = false;
+  std::array<int64_t, 4> box{};  // r0, c0, nr, nc
+  TensorArgDecl *tensor() const;  // null unless a global tensor's slice
+  TileDecl *tile() const;         // null for a global tensor's slice
+  // The shape the copy moves: the slice's, the sub-tile's or the tile's.
+  std::vector<int64_t> shape() const;
 };
 
 enum class CopyKind : uint8_t {
