@@ -107,6 +107,24 @@ LogicalResult Emitter::emitFragGlobal(Value frag, Value g, ValueRange offsets, A
       fmt::format("{} == 1 && {} % 2 == 0 && (reinterpret_cast<unsigned long long>({}) & {}) == 0", cs, rs, a.ptr,
                   2 * eb - 1),
       "tvec");
+  // A pair as one access: its type, the pair packed from registers r, r + 1,
+  // the two values of a loaded word w, and, for a fragment of half a
+  // thread's registers or more, a compiler barrier every 16 registers: at
+  // most 16 of its loads in flight, so that their addresses and predicates
+  // do not all live at once beside it.
+  const std::string vt = eb == 4 ? "float2" : "qla::dev::u32";
+  auto packed = [&](const std::string &r0, const std::string &r1) {
+    std::string v0 = fragElem(frag, r0), v1 = fragElem(frag, r1);
+    return eb == 4 ? fmt::format("make_float2({}, {})", v0, v1)
+                   : fmt::format("qla::dev::pack_{}x2({}, {})", pfx(gt), v0, v1);
+  };
+  auto halves = [&](const std::string &w) -> std::pair<std::string, std::string> {
+    if (eb == 4) return {w + ".x", w + ".y"};
+    return {fmt::format("qla::dev::unpack_{}x2_lo({})", pfx(gt), w), fmt::format("qla::dev::unpack_{}x2_hi({})", pfx(gt), w)};
+  };
+  auto loadBarrier = [&](const std::string &reg) {
+    if (ft.getRegsPerThread() >= 128) line(fmt::format("if ({} % 16 == 14) asm volatile(\"\" ::: \"memory\");", reg));
+  };
   // In a role of a warp-specialized kernel, whose loop runs many chunks:
   // the whole tile in bounds and every pair vectorizable (every full chunk
   // of a sequence) takes one unguarded access per pair, with no
@@ -129,25 +147,16 @@ LogicalResult Emitter::emitFragGlobal(Value frag, Value g, ValueRange offsets, A
     // Column stride 1 (vec): the column is an element offset.
     line(fmt::format("{}auto* const {} = {} + (long long)({}) * {} + ({});", store ? "" : "const ", fp, a.ptr, f.idx[0],
                      rs, f.idx[1]));
-    std::string fvt = eb == 4 ? "float2" : "qla::dev::u32";
     std::string f1 = fmt::format("({} + 1)", f.reg);
     if (store) {
-      std::string v0 = fragElem(frag, f.reg), v1 = fragElem(frag, f1);
-      line(fmt::format("*reinterpret_cast<{}*>({}) = {};", fvt, fp,
-                       eb == 4 ? fmt::format("make_float2({}, {})", v0, v1)
-                               : fmt::format("qla::dev::pack_{}x2({}, {})", pfx(gt), v0, v1)));
+      line(fmt::format("*reinterpret_cast<{}*>({}) = {};", vt, fp, packed(f.reg, f1)));
     } else {
       std::string w = fresh("w");
-      line(fmt::format("const {0} {1} = *reinterpret_cast<const {0}*>({2});", fvt, w, fp));
-      if (eb == 4) {
-        fragStore(frag, f.reg, w + ".x");
-        fragStore(frag, f1, w + ".y");
-      } else {
-        fragStore(frag, f.reg, fmt::format("qla::dev::unpack_{}x2_lo({})", pfx(gt), w));
-        fragStore(frag, f1, fmt::format("qla::dev::unpack_{}x2_hi({})", pfx(gt), w));
-      }
-      if (ft.getRegsPerThread() >= 128)
-        line(fmt::format("if ({} % 16 == 14) asm volatile(\"\" ::: \"memory\");", f.reg));
+      line(fmt::format("const {0} {1} = *reinterpret_cast<const {0}*>({2});", vt, w, fp));
+      auto [lo, hi] = halves(w);
+      fragStore(frag, f.reg, lo);
+      fragStore(frag, f1, hi);
+      loadBarrier(f.reg);
     }
     --indent_;
     line("}");
@@ -166,13 +175,10 @@ LogicalResult Emitter::emitFragGlobal(Value frag, Value g, ValueRange offsets, A
   std::string in1 = declareStr("bool", a.inBounds(idx1), "in");
   std::string ptr = fresh("p");
   line(fmt::format("{}auto* const {} = {};", store ? "" : "const ", ptr, a.at(l.idx)));
-  std::string vt = eb == 4 ? "float2" : "qla::dev::u32";
   if (store) {
     std::string v0 = fragElem(frag, l.reg), v1 = fragElem(frag, r1);
-    std::string packed = eb == 4 ? fmt::format("make_float2({}, {})", v0, v1)
-                                 : fmt::format("qla::dev::pack_{}x2({}, {})", pfx(gt), v0, v1);
     line(fmt::format("if ({} && {} && {}) {{", vec, in0, in1));
-    line(fmt::format("  *reinterpret_cast<{}*>({}) = {};", vt, ptr, packed));
+    line(fmt::format("  *reinterpret_cast<{}*>({}) = {};", vt, ptr, packed(l.reg, r1)));
     line("} else {");
     line(fmt::format("  if ({}) {}[0] = {};", in0, ptr, storeFromFloat(gt, v0)));
     line(fmt::format("  if ({}) {}[{}] = {};", in1, ptr, cs, storeFromFloat(gt, v1)));
@@ -183,11 +189,8 @@ LogicalResult Emitter::emitFragGlobal(Value frag, Value g, ValueRange offsets, A
     line(fmt::format("if ({} && {} && {}) {{", vec, in0, in1));
     ++indent_;
     line(fmt::format("const {0} w_ = *reinterpret_cast<const {0}*>({1});", vt, ptr));
-    if (eb == 4) {
-      line(fmt::format("{} = w_.x; {} = w_.y;", x0, x1));
-    } else {
-      line(fmt::format("{1} = qla::dev::unpack_{0}x2_lo(w_); {2} = qla::dev::unpack_{0}x2_hi(w_);", pfx(gt), x0, x1));
-    }
+    auto [lo, hi] = halves("w_");
+    line(fmt::format("{} = {}; {} = {};", x0, lo, x1, hi));
     --indent_;
     line("} else {");
     line(fmt::format("  if ({}) {} = {};", in0, x0, loadAsFloat(gt, ptr + "[0]")));
@@ -195,11 +198,7 @@ LogicalResult Emitter::emitFragGlobal(Value frag, Value g, ValueRange offsets, A
     line("}");
     fragStore(frag, l.reg, x0);
     fragStore(frag, r1, x1);
-    // A fragment of half a thread's registers or more: at most 16 of its
-    // loads in flight at once (a compiler barrier every 16 registers), so
-    // that their addresses and predicates do not all live at once beside it.
-    if (ft.getRegsPerThread() >= 128)
-      line(fmt::format("if ({} % 16 == 14) asm volatile(\"\" ::: \"memory\");", l.reg));
+    loadBarrier(l.reg);
   }
   --indent_;
   line("}");

@@ -3,6 +3,8 @@
 // SemaExpr.cpp.
 #pragma once
 
+#include <array>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -84,6 +86,9 @@ class Sema {
   Side checkRef(TileRef &r);
   void checkGemm(GemmStmt &s);
   TileDecl *resolveOperand(GemmOperand &o, const char *which);
+  bool constantBox(std::vector<Slice> &slices, const std::vector<int64_t> &shape, const std::string &what,
+                   int64_t align, const std::function<std::string(int64_t, int64_t, int)> &outside,
+                   std::array<int64_t, 4> &box);
   void checkFragAssign(FragAssignStmt &s);
   void checkLoopBounds(ExprPtr &lo, ExprPtr &hi, bool needConst);
   void checkFor(ForStmt &s);

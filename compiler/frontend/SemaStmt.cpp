@@ -336,31 +336,17 @@ Sema::Side Sema::checkRef(TileRef &r) {
       error(r.loc, "a sub-tile of shared tile '" + r.name + "' is NAME[r0 :+ rows, c0 :+ cols] of a 2-D tile");
       return Side::Bad;
     }
-    bool ok = true;
-    for (int i = 0; i < 2; ++i) {
-      Slice &sl = r.slices[i];
+    for (const Slice &sl : r.slices)
       if (!sl.extent || sl.limit) {
         error(sl.loc, "a sub-tile's slice is START :+ EXTENT (constants), without 'until'");
-        ok = false;
-        continue;
+        return Side::Bad;
       }
-      auto st = constInt(sl.start, "the start of a sub-tile");
-      auto ex = constInt(sl.extent, "the extent of a sub-tile", /*positive=*/true);
-      if (!st || !ex) {
-        ok = false;
-        continue;
-      }
-      if (*st < 0 || *st + *ex > tile->shape[i] || *st % 8 != 0) {
-        error(sl.loc, std::string("the sub-tile ") + std::to_string(*st) + " :+ " + std::to_string(*ex) + " of '" +
-                          r.name + "' must start at a multiple of 8 and stay in its " + (i == 0 ? "rows" : "columns") +
-                          " [0, " + std::to_string(tile->shape[i]) + ")");
-        ok = false;
-        continue;
-      }
-      r.box[i] = *st;
-      r.box[2 + i] = *ex;
-    }
-    if (!ok) return Side::Bad;
+    auto outside = [&](int64_t st, int64_t ex, int dim) {
+      return "the sub-tile " + std::to_string(st) + " :+ " + std::to_string(ex) + " of '" + r.name +
+             "' must start at a multiple of 8 and stay in its " + (dim == 0 ? "rows" : "columns") + " [0, " +
+             std::to_string(tile->shape[dim]) + ")";
+    };
+    if (!constantBox(r.slices, tile->shape, "a sub-tile", /*align=*/8, outside, r.box)) return Side::Bad;
     r.subTile = true;
     return Side::Shared;
   }
@@ -483,6 +469,33 @@ void Sema::checkCopy(CopyStmt &s) {
   else s.copyKind = CopyKind::FragToShared;
 }
 
+// The box [r0, c0, nr, nc] of a 2-D tile's slices [r0 :+ nr, c0 :+ nc] (a
+// gemm operand's or a copy's sub-tile): constant starts (multiples of
+// `align`) and positive extents inside `shape`; each bad start or extent
+// reported (`outside` words a range error). False if any was bad.
+bool Sema::constantBox(std::vector<Slice> &slices, const std::vector<int64_t> &shape, const std::string &what,
+                       int64_t align, const std::function<std::string(int64_t, int64_t, int)> &outside,
+                       std::array<int64_t, 4> &box) {
+  bool ok = true;
+  for (int i = 0; i < 2; ++i) {
+    Slice &sl = slices[i];
+    auto st = constInt(sl.start, "the start of " + what);
+    auto ex = constInt(sl.extent, "the extent of " + what, /*positive=*/true);
+    if (!st || !ex) {
+      ok = false;
+      continue;
+    }
+    if (*st < 0 || *st + *ex > shape[i] || *st % align != 0) {
+      error(sl.loc, outside(*st, *ex, i));
+      ok = false;
+      continue;
+    }
+    box[i] = *st;
+    box[2 + i] = *ex;
+  }
+  return ok;
+}
+
 TileDecl *Sema::resolveOperand(GemmOperand &o, const char *which) {
   Decl *d = lookup(o.name);
   if (!d) {
@@ -520,26 +533,11 @@ TileDecl *Sema::resolveOperand(GemmOperand &o, const char *which) {
                                  std::to_string(o.slices.size()));
       return nullptr;
     }
-    bool ok = true;
-    for (int i = 0; i < 2; ++i) {
-      Slice &sl = o.slices[i];
-      auto st = constInt(sl.start, "the start of a gemm operand's slice");
-      auto ex = constInt(sl.extent, "the extent of a gemm operand's slice", /*positive=*/true);
-      if (!st || !ex) {
-        ok = false;
-        continue;
-      }
-      if (*st < 0 || *st + *ex > t->shape[i]) {
-        error(sl.loc, std::string("the slice ") + std::to_string(*st) + " :+ " + std::to_string(*ex) + " of '" +
-                          o.name + "' leaves its " + (i == 0 ? "rows" : "columns") + " [0, " +
-                          std::to_string(t->shape[i]) + ")");
-        ok = false;
-        continue;
-      }
-      o.box[i] = *st;
-      o.box[2 + i] = *ex;
-    }
-    if (!ok) return nullptr;
+    auto outside = [&](int64_t st, int64_t ex, int dim) {
+      return "the slice " + std::to_string(st) + " :+ " + std::to_string(ex) + " of '" + o.name + "' leaves its " +
+             (dim == 0 ? "rows" : "columns") + " [0, " + std::to_string(t->shape[dim]) + ")";
+    };
+    if (!constantBox(o.slices, t->shape, "a gemm operand's slice", /*align=*/1, outside, o.box)) return nullptr;
   }
   return t;
 }

@@ -6,7 +6,10 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -56,6 +59,20 @@ inline std::string joined(const std::vector<std::string> &v) {
   std::string s;
   for (auto &l : v) s += l + "\n";
   return s;
+}
+
+// The bits of x as a bf16 (dt "bf16") or an f16 (otherwise), for x a multiple
+// of 1/16 in [-8, 8): exact in both (the simulator tests' operands).
+inline uint16_t halfBits(const std::string &dt, float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if (dt == "bf16") return uint16_t(u >> 16);
+  const int sign = x < 0;
+  float m_ = std::fabs(x);
+  if (m_ == 0) return uint16_t(sign << 15);
+  int e = 0;
+  float m = std::frexp(m_, &e);
+  return uint16_t((sign << 15) | ((e - 1 + 15) << 10) | (uint16_t(std::lround((m * 2 - 1) * 1024)) & 0x3ff));
 }
 
 }  // namespace qla::test

@@ -19,6 +19,7 @@
 
 #include "qla/jit.h"
 #include "qla/runtime/Sim.h"
+#include "test/unit/TestSupport.h"
 
 namespace {
 
@@ -91,18 +92,6 @@ kernel cslots<DT = bf16, STEPS = 3>(X: f32[T, 128], Y: out f32[T, 128]) grid(1) 
 }
 )";
 
-uint16_t halfBits(const std::string &dt, float x) {  // x: a multiple of 1/16 in [-8, 8), exact in both
-  uint32_t u;
-  std::memcpy(&u, &x, 4);
-  if (dt == "bf16") return uint16_t(u >> 16);
-  const int sign = x < 0;
-  float m_ = std::fabs(x);
-  if (m_ == 0) return uint16_t(sign << 15);
-  int e = 0;
-  float m = std::frexp(m_, &e);
-  return uint16_t((sign << 15) | ((e - 1 + 15) << 10) | (uint16_t(std::lround((m * 2 - 1) * 1024)) & 0x3ff));
-}
-
 }  // namespace
 
 TEST_CASE("copies to and from sub-tiles of shared tiles (the simulator)", "[compiler][sim]") {
@@ -125,13 +114,13 @@ TEST_CASE("copies to and from sub-tiles of shared tiles (the simulator)", "[comp
     auto x = [&](int r, int c) { return X[size_t(r * 128 + c)]; };
     int badY = 0, badV = 0, badU = 0, badZ = 0;
     for (int r = 0; r < 64; ++r)
-      for (int c = 0; c < 128; ++c) badY += Y[size_t(r * 128 + c)] != halfBits(dt, x(r, (c + 64) % 128));
+      for (int c = 0; c < 128; ++c) badY += Y[size_t(r * 128 + c)] != qla::test::halfBits(dt, x(r, (c + 64) % 128));
     for (int r = 0; r < 128; ++r)
       for (int c = 0; c < 64; ++c) badV += V[size_t(r * 64 + c)] != x(r % 64, c + (r < 64 ? 0 : 64));
     for (int r = 0; r < 64; ++r)
       for (int c = 0; c < 64; ++c) {
         const float u = c < 32 ? x(r, c) : x(r, 96 + c - 32);
-        badU += U[size_t(r * 64 + c)] != halfBits(dt, u);
+        badU += U[size_t(r * 64 + c)] != qla::test::halfBits(dt, u);
         badZ += Z[size_t(r * 64 + c)] != x(r, c);
         badZ += Z[size_t(4096 + r * 64 + c)] != x(r, 64 + c);
         badZ += Z[size_t(8192 + r * 64 + c)] != u;

@@ -20,6 +20,7 @@
 
 #include "qla/jit.h"
 #include "qla/runtime/Sim.h"
+#include "test/unit/TestSupport.h"
 
 namespace {
 
@@ -56,18 +57,6 @@ kernel boxes<DT = bf16>(A: DT[128, 128], B: DT[128, 128], Y: out f32[6, 64, 64])
 }
 )";
 
-uint16_t halfBits(const std::string &dt, float x) {  // x: a multiple of 1/16 in [-8, 8), exact in both
-  uint32_t u;
-  std::memcpy(&u, &x, 4);
-  if (dt == "bf16") return uint16_t(u >> 16);
-  const int sign = x < 0;
-  float m_ = std::fabs(x);
-  if (m_ == 0) return uint16_t(sign << 15);
-  int e = 0;
-  float m = std::frexp(m_, &e);
-  return uint16_t((sign << 15) | ((e - 1 + 15) << 10) | (uint16_t(std::lround((m * 2 - 1) * 1024)) & 0x3ff));
-}
-
 }  // namespace
 
 TEST_CASE("gemm operands that are sub-tiles of shared tiles (the simulator)", "[compiler][sim]") {
@@ -83,8 +72,8 @@ TEST_CASE("gemm operands that are sub-tiles of shared tiles (the simulator)", "[
     std::vector<double> a(A.size()), b(B.size());
     for (size_t i = 0; i < A.size(); ++i) {
       const float x = float(pick(rng)) / 16.0f, y = float(pick(rng)) / 16.0f;
-      A[i] = halfBits(dt, x);
-      B[i] = halfBits(dt, y);
+      A[i] = qla::test::halfBits(dt, x);
+      B[i] = qla::test::halfBits(dt, y);
       a[i] = x;
       b[i] = y;
     }
