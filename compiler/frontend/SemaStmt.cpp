@@ -24,8 +24,11 @@ void Sema::checkStmtPlacement(Stmt &s) {
     if (k == StmtKind::Assign) return;  // checkAssign explains
     if (k != StmtKind::Let && k != StmtKind::ElemAssign)
       return error(s.loc, "only 'let' and element assignments are allowed inside a parallel block");
-  } else if (ctx_.slot && ctx_.slot->isPut() && k != StmtKind::Copy) {
-    return error(s.loc, "only 'copy' statements are allowed inside 'put'");
+  } else if (ctx_.slot && ctx_.slot->isPut() && k != StmtKind::Copy && k != StmtKind::Frag &&
+             k != StmtKind::Parallel) {
+    // A put's threads may stage the slot's contents in fragments of the put
+    // (loaded, mapped, then copied into the slot), nothing else.
+    return error(s.loc, "only copies, fragments and parallel blocks over them are allowed inside 'put'");
   }
   if (k == StmtKind::Role && !ctx_.topLevel)
     return error(s.loc, "'role' must be at the top level of the kernel body");
@@ -189,6 +192,13 @@ void Sema::checkFrag(FragDecl &s) {
   if (!dtypeOk) badDtype_.insert(static_cast<Decl *>(&s));
   s.role = ctx_.role;
   if (s.role) roleFrags_.push_back(&s);
+  if (ctx_.slot && ctx_.slot->isPut()) {
+    s.put = ctx_.slot;
+    using K = FragInit::Kind;
+    if (s.init.kind != K::None && s.init.kind != K::Fill && s.init.kind != K::Cast)
+      error(s.init.loc, "a fragment declared inside 'put' is filled with a value, a cast or a copy (no "
+                        "reductions, scans or inverses)");
+  }
   checkFragInit(s, s.init);
   declare(&s);
 }
@@ -423,9 +433,11 @@ void Sema::checkCopy(CopyStmt &s) {
       return error(s.src.loc, "cannot copy out of slot tile '" + b->name +
                                   "' inside 'put'; a put only writes its slot's tiles");
     auto *b = as<SlotBindingDecl>(s.dst.decl);
-    if (!b || b->owner != ctx_.slot)
-      return error(s.dst.loc, "inside 'put', a copy must write one of the slot's tiles; '" + s.dst.name +
-                                  "' is not bound by this put");
+    auto *staged = as<FragDecl>(s.dst.decl);
+    if ((!b || b->owner != ctx_.slot) && !(staged && staged->put == ctx_.slot))
+      return error(s.dst.loc, "inside 'put', a copy must write one of the slot's tiles or a fragment declared in "
+                              "the put; '" +
+                                  s.dst.name + "' is neither");
   }
   if (auto *b = as<SlotBindingDecl>(s.dst.decl); b && !b->owner->isPut())
     return error(s.dst.loc, "slot tile '" + b->name + "' is read-only inside 'get'");
@@ -647,6 +659,9 @@ void Sema::checkElemAssign(ElemAssignStmt &s) {
     return error(s.loc, "cannot assign elements of '" + s.target + "': it is " + describe(d) + ", not a fragment");
   }
   convertForStore(s.value, *s.frag);
+  if (ctx_.slot && ctx_.slot->isPut() && s.frag->put != ctx_.slot)
+    return error(s.loc, "inside 'put', a parallel block writes only fragments declared in the put; '" + s.target +
+                            "' is not");
   ParallelStmt *p = ctx_.parallel;
   if (!p || p->shape.empty() || s.frag->shape.empty()) return;
   // v[i] += e in a 2-D block: a row sum of e into the 1-D v.

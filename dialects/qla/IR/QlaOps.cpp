@@ -437,20 +437,55 @@ static LogicalResult verifySlotBlock(Operation *op, ChannelType ch, Region &r) {
 
 LogicalResult PutOp::verify() {
   if (failed(verifySlotBlock(*this, getChannel().getType(), getBody()))) return failure();
-  auto args = getBody().front().getArguments();
+  Block &body = getBody().front();
+  auto args = body.getArguments();
   // The tile a load or copy of the body writes, if it is one.
   auto written = [](Operation *o) -> Value {
     if (auto l = dyn_cast<LoadOp>(o)) return l.getDst();
     if (auto c = dyn_cast<CopyOp>(o)) return c.getDst();
     return {};
   };
-  for (Operation &o : getBody().front().without_terminator()) {
-    Value dst = written(&o);
-    if (!dst && !o.hasTrait<OpTrait::ConstantLike>() && !isa<arith::ArithDialect>(o.getDialect()))
-      return o.emitOpError("is not allowed in a put: a put only copies global tiles, fragments or shared tiles into its slot");
-    if (dst && !llvm::is_contained(args, dst)) return o.emitOpError("in a put must write one of the slot's tiles");
-    if (auto c = dyn_cast<CopyOp>(o); c && llvm::is_contained(args, c.getSrc()))
-      return o.emitOpError("in a put cannot read the slot's tiles");
+  // A fragment of the put (staging: allocated in its body).
+  auto staged = [&](Value v) {
+    auto a = v.getDefiningOp<AllocFragOp>();
+    return a && a->getBlock() == &body;
+  };
+  for (Operation &o : body.without_terminator()) {
+    if (o.hasTrait<OpTrait::ConstantLike>() || isa<arith::ArithDialect>(o.getDialect()) || isa<AllocFragOp>(o))
+      continue;
+    if (Value dst = written(&o)) {
+      if (!llvm::is_contained(args, dst) && !staged(dst))
+        return o.emitOpError("in a put must write one of the slot's tiles or a fragment allocated in the put");
+      if (auto c = dyn_cast<CopyOp>(o); c && llvm::is_contained(args, c.getSrc()))
+        return o.emitOpError("in a put cannot read the slot's tiles");
+      continue;
+    }
+    // Staging: fills, casts and maps of the put's own fragments.
+    Value dst;
+    if (auto f = dyn_cast<FillOp>(o)) dst = f.getDst();
+    else if (auto c = dyn_cast<CastOp>(o)) dst = c.getDst();
+    if (dst) {
+      if (!staged(dst)) return o.emitOpError("in a put must write a fragment allocated in the put");
+      continue;
+    }
+    if (auto p = dyn_cast<ParallelOp>(o)) {
+      WalkResult r = p.getBody().walk([&](Operation *in) {
+        if (auto w = dyn_cast<ElemWriteOp>(in); w && !staged(w.getFrag())) {
+          w.emitOpError("in a put must write a fragment allocated in the put");
+          return WalkResult::interrupt();
+        }
+        for (Value v : in->getOperands())
+          if (llvm::is_contained(args, v)) {
+            in->emitOpError("in a put cannot read the slot's tiles");
+            return WalkResult::interrupt();
+          }
+        return WalkResult::advance();
+      });
+      if (r.wasInterrupted()) return failure();
+      continue;
+    }
+    return o.emitOpError("is not allowed in a put: a put copies global tiles, fragments or shared tiles into its "
+                         "slot, staging them in fragments allocated in the put (loads, fills, casts, maps)");
   }
   // Every slot tile is filled exactly once: the slot's byte count is armed
   // for all of them, so a missing copy would hang the consumer. Copies into

@@ -142,8 +142,14 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
     // (each thread after its own reads: no barrier among a role's threads).
     int64_t releases = 0;
     for (RoleOp r : getRoles) releases += r.getNumWarpgroups() * 128;
+    // A put whose body is more than TMA loads into the slot (fragment stores,
+    // or staging: fragments loaded, filled, cast or mapped in the put) runs on
+    // the producer role's threads.
     const bool byThreads = llvm::any_of(puts, [](PutOp p) {
-      return llvm::any_of(p.getBody().front(), [](Operation &o) { return isa<CopyOp>(o); });
+      return llvm::any_of(p.getBody().front(), [](Operation &o) {
+        if (auto l = dyn_cast<LoadOp>(o)) return !isa<SharedType>(l.getDst().getType());
+        return isa<CopyOp, AllocFragOp, FillOp, CastOp, ParallelOp>(o);
+      });
     });
     Value full = makeBarriers(loc, depth, byThreads ? putRole.getNumWarpgroups() * 128 : 1);
     Value empty = makeBarriers(loc, depth, releases);
@@ -256,13 +262,14 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
       map.map(arg, SlotOp::create(b, namedAs(arg, l), buf.getType(), buf, slot).getResult());
     SmallVector<LoadOp> tma;
     for (Operation &op : put.getBody().front().without_terminator()) {
-      if (auto load = dyn_cast<LoadOp>(op)) {
+      auto load = dyn_cast<LoadOp>(op);
+      if (load && isa<SharedType>(load.getDst().getType())) {
         if (failed(checkTmaLoad(load))) return failure();
         tma.push_back(load);
-      } else if (auto copy = dyn_cast<CopyOp>(op)) {
+      } else if (auto copy = dyn_cast<CopyOp>(op); copy && isa<SharedType>(copy.getDst().getType())) {
         b.clone(op, map)->setAttr("qla.slot_fill", b.getUnitAttr());
         FenceProxyAsyncOp::create(b, copy.getLoc());
-      } else {
+      } else {  // staging in the put's fragments (a load into one is the threads' own)
         b.clone(op, map);
       }
     }

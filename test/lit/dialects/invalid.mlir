@@ -875,11 +875,62 @@ func.func @put_reads_its_slot(%A: !qla.global<bf16, 2>, %i: index) {
 func.func @put_non_load(%A: !qla.global<bf16, 2>, %i: index) {
   %ch = qla.channel "ab" : !qla.channel<[!qla.smem<64x64xbf16>], 2>
   qla.role "load" warpgroups 0 to 0 regs 0 {
+    %b = qla.alloc_shared : !qla.smem<64x64xbf16>
     qla.put %ch {
     ^bb0(%a: !qla.smem<64x64xbf16>):
-      // expected-error @+1 {{'qla.alloc_frag' op is not allowed in a put: a put only copies global tiles, fragments or shared tiles into its slot}}
       %f = qla.alloc_frag : !qla.frag<64x64xf32>
+      // expected-error @+1 {{'qla.gemm' op is not allowed in a put: a put copies global tiles, fragments or shared tiles into its slot, staging them in fragments allocated in the put (loads, fills, casts, maps)}}
+      qla.gemm %b, %b, %f : !qla.smem<64x64xbf16>, !qla.smem<64x64xbf16>, !qla.frag<64x64xf32>
       qla.load %A[%i, %i] -> %a : !qla.global<bf16, 2> -> !qla.smem<64x64xbf16>
+    } : !qla.channel<[!qla.smem<64x64xbf16>], 2>
+  }
+  qla.role "math" warpgroups 1 to 1 regs 0 {
+    qla.get %ch {
+    ^bb0(%a: !qla.smem<64x64xbf16>):
+    } : !qla.channel<[!qla.smem<64x64xbf16>], 2>
+  }
+  return
+}
+
+// -----
+
+func.func @put_fills_outer_fragment(%A: !qla.global<f32, 2>, %i: index) {
+  %ch = qla.channel "ab" : !qla.channel<[!qla.smem<64x64xbf16>], 2>
+  qla.role "load" warpgroups 0 to 0 regs 0 {
+    %g = qla.alloc_frag : !qla.frag<64x64xf32>
+    qla.put %ch {
+    ^bb0(%a: !qla.smem<64x64xbf16>):
+      %z = arith.constant 0.0 : f32
+      // expected-error @+1 {{'qla.fill' op in a put must write a fragment allocated in the put}}
+      qla.fill %g, %z : !qla.frag<64x64xf32>, f32
+      qla.copy %g -> %a : !qla.frag<64x64xf32> -> !qla.smem<64x64xbf16>
+    } : !qla.channel<[!qla.smem<64x64xbf16>], 2>
+  }
+  qla.role "math" warpgroups 1 to 1 regs 0 {
+    qla.get %ch {
+    ^bb0(%a: !qla.smem<64x64xbf16>):
+    } : !qla.channel<[!qla.smem<64x64xbf16>], 2>
+  }
+  return
+}
+
+// -----
+
+func.func @put_map_writes_outer_fragment(%A: !qla.global<f32, 2>, %i: index) {
+  %ch = qla.channel "ab" : !qla.channel<[!qla.smem<64x64xbf16>], 2>
+  qla.role "load" warpgroups 0 to 0 regs 0 {
+    %g = qla.alloc_frag : !qla.frag<64x64xf32>
+    qla.put %ch {
+    ^bb0(%a: !qla.smem<64x64xbf16>):
+      %f = qla.alloc_frag : !qla.frag<64x64xf32>
+      qla.load %A[%i, %i] -> %f : !qla.global<f32, 2> -> !qla.frag<64x64xf32>
+      qla.parallel [64, 64] {
+      ^bb0(%r: index, %c: index):
+        %x = qla.elem_read %f[%r, %c] : !qla.frag<64x64xf32> -> f32
+        // expected-error @+1 {{'qla.elem_write' op in a put must write a fragment allocated in the put}}
+        qla.elem_write %x -> %g[%r, %c] : f32 -> !qla.frag<64x64xf32>
+      }
+      qla.copy %f -> %a : !qla.frag<64x64xf32> -> !qla.smem<64x64xbf16>
     } : !qla.channel<[!qla.smem<64x64xbf16>], 2>
   }
   qla.role "math" warpgroups 1 to 1 regs 0 {

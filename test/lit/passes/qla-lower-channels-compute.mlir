@@ -220,3 +220,43 @@ func.func @read_back(%i: index) attributes {qla.threads = 256 : i64} {
   }
   return
 }
+
+// -----
+
+// A put staged in its own fragments (a load into a fragment of the put, then
+// the fragment's copy into the slot) is a compute put although it has no
+// fragment of the role: every thread waits for the slot, then loads and
+// stores its part (the load is the threads' own, not TMA: no elect, no
+// expect_tx), then arrives.
+// CHECK-LABEL: func.func @staged_put
+// CHECK: %[[FULL:.*]] = qlanv.barriers {arrivals = 128 : i64} : <1>
+// CHECK: %[[EMPTY:.*]] = qlanv.barriers {arrivals = 128 : i64} : <1>
+// CHECK: qla.role "aux" warpgroups 0 to 0 regs 0 {
+// CHECK: qlanv.barrier_wait %[[EMPTY]]
+// CHECK-NEXT: %[[S:.*]] = qlanv.slot
+// CHECK-NEXT: %[[H:.*]] = qla.alloc_frag
+// CHECK-NEXT: qla.load %{{.*}} -> %[[H]]
+// CHECK-NEXT: qla.copy %[[H]] -> %[[S]] {qla.slot_fill}
+// CHECK-NEXT: qlanv.fence_proxy_async
+// CHECK-NEXT: qlanv.barrier_arrive %[[FULL]]
+// CHECK-NOT: qlanv.elect
+// CHECK: qla.role "math"
+func.func @staged_put(%A: !qla.global<f32, 2>, %i: index) attributes {qla.threads = 256 : i64} {
+  %ch = qla.channel "mid" : !qla.channel<[!qla.smem<64x64xbf16, swizzle 128>], 1>
+  qla.role "aux" warpgroups 0 to 0 regs 0 {
+    qla.put %ch {
+    ^bb0(%m: !qla.smem<64x64xbf16, swizzle 128>):
+      %h = qla.alloc_frag : !qla.frag<64x64xf32, acc x1>
+      qla.load %A[%i, %i] -> %h : !qla.global<f32, 2> -> !qla.frag<64x64xf32, acc x1>
+      qla.copy %h -> %m : !qla.frag<64x64xf32, acc x1> -> !qla.smem<64x64xbf16, swizzle 128>
+    } : !qla.channel<[!qla.smem<64x64xbf16, swizzle 128>], 1>
+  }
+  qla.role "math" warpgroups 1 to 1 regs 0 {
+    %acc = qla.alloc_frag : !qla.frag<64x64xf32, acc x1>
+    qla.get %ch {
+    ^bb0(%m: !qla.smem<64x64xbf16, swizzle 128>):
+      qla.gemm %m, %m, %acc {transB} : !qla.smem<64x64xbf16, swizzle 128>, !qla.smem<64x64xbf16, swizzle 128>, !qla.frag<64x64xf32, acc x1>
+    } : !qla.channel<[!qla.smem<64x64xbf16, swizzle 128>], 1>
+  }
+  return
+}

@@ -92,6 +92,48 @@ kernel cslots<DT = bf16, STEPS = 3>(X: f32[T, 128], Y: out f32[T, 128]) grid(1) 
 }
 )";
 
+// A channel slot staged by its producer: inside the put, 32-column parts of
+// an f32 tensor are loaded into fragments of the put, mapped (times a row
+// factor held outside the put, plus 0.5) and copied into the slot's
+// sub-tiles (the last part through a cast), in DT; the consumer reads the
+// slot whole.
+const char *kStagedSource = R"(
+kernel cstaged<DT = bf16, STEPS = 3>(X: f32[T, 128], R: f32[T], Y: out f32[T, 128]) grid(1) threads(256)
+{
+  channel ch: { t: DT[64, 128] } depth(1)
+  role p: warpgroup 0 {
+    for c in 0 .. STEPS {
+      frag r: f32[64]
+      copy R[c * 64 :+ 64] -> r
+      put ch -> (t) {
+        frag f0: f32[64, 32]
+        copy X[c * 64 :+ 64, 0 :+ 32] -> f0
+        for (i, j) in parallel(64, 32) { f0[i, j] = f0[i, j] * r[i] + 0.5 }
+        copy f0 -> t[0 :+ 64, 0 :+ 32]
+        frag f1: f32[64, 32]
+        copy X[c * 64 :+ 64, 32 :+ 32] -> f1
+        for (i, j) in parallel(64, 32) { f1[i, j] = f1[i, j] * r[i] + 0.5 }
+        copy f1 -> t[0 :+ 64, 32 :+ 32]
+        frag f2: f32[64, 64]
+        copy X[c * 64 :+ 64, 64 :+ 64] -> f2
+        for (i, j) in parallel(64, 64) { f2[i, j] = f2[i, j] * r[i] + 0.5 }
+        frag h2: DT[64, 64] = cast(f2)
+        copy h2 -> t[0 :+ 64, 64 :+ 64]
+      }
+    }
+  }
+  role q: warpgroup 1 {
+    for c in 0 .. STEPS {
+      frag f: f32[64, 128]
+      get ch -> (t) {
+        copy t -> f
+      }
+      copy f -> Y[c * 64 :+ 64, 0 :+ 128]
+    }
+  }
+}
+)";
+
 }  // namespace
 
 TEST_CASE("copies to and from sub-tiles of shared tiles (the simulator)", "[compiler][sim]") {
@@ -151,6 +193,35 @@ TEST_CASE("a channel slot filled by copies into its sub-tiles (the simulator)", 
     int bad = 0;
     for (int r = 0; r < T; ++r)
       for (int c = 0; c < 128; ++c) bad += Y[size_t(r * 128 + c)] != X[size_t(r * 128 + (c + 64) % 128)];
+    CHECK(bad == 0);
+  }
+  ::unsetenv("QLA_SIM");
+}
+
+TEST_CASE("a channel slot staged in fragments of the put (the simulator)", "[compiler][sim]") {
+  ::setenv("QLA_SIM", "1", 1);
+  std::mt19937 rng(11);
+  // x r + 0.5 with x in [-2, 2) on 1/16 and r in -2 .. 2: at most 8
+  // significant bits, exact in bf16 and f16, so rounding cannot hide a miss.
+  std::uniform_int_distribution<int> pick(-32, 31), factor(-2, 2);
+  for (const std::string dt : {"bf16", "f16"}) {
+    INFO(dt);
+    qla::JitOptions opt;
+    opt.defines = {{"DT", dt}};
+    qla::JitKernel k = qla::jitCompileString(kStagedSource, "cstaged.qla", opt);
+    const int T = 3 * 64;
+    std::vector<float> X(size_t(T) * 128), R(T), Y(size_t(T) * 128, std::nanf(""));
+    for (float &x : X) x = float(pick(rng)) / 16.0f;
+    for (float &r : R) r = float(factor(rng));
+    qla::rt::LaunchArgs args;
+    args.tensors = {{X.data(), {T, 128}}, {R.data(), {T}}, {Y.data(), {T, 128}}};
+    k.launch(args);
+    int bad = 0;
+    for (int r = 0; r < T; ++r)
+      for (int c = 0; c < 128; ++c) {
+        const float want = X[size_t(r * 128 + c)] * R[size_t(r)] + 0.5f;
+        bad += Y[size_t(r * 128 + c)] != want;
+      }
     CHECK(bad == 0);
   }
   ::unsetenv("QLA_SIM");

@@ -586,10 +586,10 @@ TEST_CASE("sema: roles and channels", "[sema]") {
   CHECK(err(R("role a: warpgroup 0 { put ch -> (p) { } }\nrole b: warpgroup 1 { get ch -> (x, y) { } }")) ==
         "t.qla:5:27: error: channel 'ch' has 2 tiles per slot but 'put' binds 1 name");
   CHECK(err(R("role a: warpgroup 0 { put ch -> (p, q) { let z = 1 } }\nrole b: warpgroup 1 { get ch -> (x, y) { } }")) ==
-        "t.qla:5:42: error: only 'copy' statements are allowed inside 'put'");
+        "t.qla:5:42: error: only copies, fragments and parallel blocks over them are allowed inside 'put'");
   CHECK(err(R("role a: warpgroup 0 { shared t: bf16[64, 32]\n put ch -> (p, q) { copy A[0 :+ 64, 0 :+ 32] -> t } }\n"
               "role b: warpgroup 1 { get ch -> (x, y) { } }")) ==
-        "t.qla:6:49: error: inside 'put', a copy must write one of the slot's tiles; 't' is not bound by this put");
+        "t.qla:6:49: error: inside 'put', a copy must write one of the slot's tiles or a fragment declared in the put; 't' is neither");
   CHECK(err(R(kLoad + "role b: warpgroup 1 { get ch -> (x, y) { copy A[0 :+ 64, 0 :+ 32] -> x } }")) ==
         "t.qla:6:70: error: slot tile 'x' is read-only inside 'get'");
   CHECK(err(R(kLoad + "role b: warpgroup 1 { get ch -> (x, y) { } }\nput ch -> (p, q) { }")) ==
@@ -658,7 +658,7 @@ TEST_CASE("sema: compute channels", "[sema]") {
 
   // The destination of a put's copy is one of its slot's tiles.
   CHECK(err(C(auxStep("copy f -> s; copy A[0 :+ 32, 0 :+ 32] -> u"), kMathGets)) ==
-        "t.qla:9:33: error: inside 'put', a copy must write one of the slot's tiles; 's' is not bound by this put");
+        "t.qla:9:33: error: inside 'put', a copy must write one of the slot's tiles or a fragment declared in the put; 's' is neither");
   // ... and a put reads no slot tile, neither its own nor an enclosing get's.
   CHECK(err(C(auxStep("copy t -> f; copy A[0 :+ 32, 0 :+ 32] -> u"), kMathGets)) ==
         "t.qla:9:28: error: cannot copy out of slot tile 't' inside 'put'; a put only writes its slot's tiles");
@@ -685,6 +685,34 @@ TEST_CASE("sema: compute channels", "[sema]") {
   // ... but outside a put, shared → shared stays an error.
   CHECK(err(C(auxStep(kAuxPut) + "\n copy s -> s", kMathGets)) ==
         "t.qla:10:2: error: cannot copy a shared tile to a shared tile");
+
+  // Staging: fragments declared in the put, loaded from global memory,
+  // mapped (reading the role's other fragments) and cast, then copied in.
+  auto m3 = ok(C(auxStep("frag h: f32[64, 32]\n copy A[0 :+ 64, 0 :+ 32] -> h\n"
+                         " for (i, j) in parallel(64, 32) { h[i, j] = h[i, j] * f[i, j] }\n"
+                         " frag hb: bf16[64, 32] = cast(h)\n copy hb -> t; copy A[0 :+ 32, 0 :+ 32] -> u"),
+                 kMathGets));
+  const Block &staged = m3->kernels[0]->channels[1]->puts[0]->body;
+  REQUIRE(staged.stmts.size() == 6);
+  auto *h = as<FragDecl>(staged.stmts[0].get());
+  REQUIRE(h);
+  CHECK(h->put == m3->kernels[0]->channels[1]->puts[0]);
+  CHECK(as<CopyStmt>(staged.stmts[1].get())->copyKind == CopyKind::GlobalToFrag);
+  // What a put may not stage: products, reductions, writes to the role's
+  // other fragments, other statements.
+  CHECK(err(C(auxStep("frag h: f32[64, 32] = 0\n h += gemm(x, y)\n copy h -> t; copy A[0 :+ 32, 0 :+ 32] -> u"),
+              kMathGets)) ==
+        "t.qla:10:2: error: only copies, fragments and parallel blocks over them are allowed inside 'put'");
+  CHECK(err(C(auxStep("frag r: f32[64] = reduce(+, f, dim = 1)\n copy f -> t; copy A[0 :+ 32, 0 :+ 32] -> u"),
+              kMathGets)) ==
+        "t.qla:9:41: error: a fragment declared inside 'put' is filled with a value, a cast or a copy (no "
+        "reductions, scans or inverses)");
+  CHECK(err(C(auxStep("for (i, j) in parallel(64, 32) { f[i, j] = 0.0 }\n copy f -> t; copy A[0 :+ 32, 0 :+ 32] -> u"),
+              kMathGets)) ==
+        "t.qla:9:56: error: inside 'put', a parallel block writes only fragments declared in the put; 'f' is not");
+  CHECK(err(C(auxStep("copy A[0 :+ 64, 0 :+ 32] -> f\n copy f -> t; copy A[0 :+ 32, 0 :+ 32] -> u"), kMathGets)) ==
+        "t.qla:9:51: error: inside 'put', a copy must write one of the slot's tiles or a fragment declared in the put; "
+        "'f' is neither");
 }
 
 TEST_CASE("sema: errors are collected, not fatal", "[sema]") {

@@ -545,6 +545,7 @@ struct FragDecl : Stmt, TileDecl {
   std::vector<ExprPtr> extents;  // constant; folded into TileDecl::shape
   FragInit init;
   RoleStmt *role = nullptr;      // the role it is declared in (null: kernel without roles)
+  SlotStmt *put = nullptr;       // the put it is declared in (staging for the slot), if any
   FragDecl(SourceLoc l, std::string n, SourceLoc nl)
       : Stmt(StmtKind::Frag, std::move(l)), TileDecl(DeclKind::Frag, std::move(n), std::move(nl)) {}
   static bool classof(const Stmt *s) { return s->kind == StmtKind::Frag; }
