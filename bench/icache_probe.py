@@ -10,7 +10,7 @@ cost of fetching the code. Build and run:
     nvcc -arch=sm_90a -O3 -o /tmp/icache_probe /tmp/icache_probe.cu   # (CUDA 13; here or there)
     /tmp/icache_probe                                                  # on the GPU
 
-(bench/results/gdn_gpu_h100_2026-12-05.txt: H100, 2026-12-05.)
+(bench/results/gdn_bwd_fused_gpu_2026-12-05.txt: H100, 2026-12-05.)
 """
 import sys
 Ns = [256, 512, 1024, 2048, 3072, 4096, 6144]
