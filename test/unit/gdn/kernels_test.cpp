@@ -1135,13 +1135,13 @@ TEST_CASE("GDN fused gradient kernel: spill bytes no higher than recorded", "[gd
          return f32Gates(c) && c.fwd.dtype == DType::BF16 && c.fwd.K == 128 && c.fwd.V == 128 && c.fwd.varlen &&
                 c.fwd.l2norm;
        },
-       388},
+       372},
       {"f16",
        [&](const BackwardConfig &c) {
          return f32Gates(c) && c.fwd.dtype == DType::F16 && c.fwd.K == 128 && c.fwd.V == 128 && !c.fwd.varlen &&
                 !c.fwd.l2norm;
        },
-       308},
+       296},
   };
   for (const Case &cs : cases) {
     INFO(cs.what);
