@@ -704,7 +704,9 @@ void Sema::checkSlotPick(SlotPickExpr &e) {
                                      "if any: i + 64)");
         return;
       }
-      if (*off < 0 || *off + ps[k] > ts[k]) {
+      // (Not in the untaken side of an `if` on a constant: nothing of it is
+      // built, and another specialization's shapes may make the read valid.)
+      if ((*off < 0 || *off + ps[k] > ts[k]) && !ctx_.dead) {
         error(e.indices[k]->loc, "slot tile '" + e.name + "' has extent " + std::to_string(ts[k]) + " in dim " +
                                      std::to_string(k) + " but the parallel block reads " + std::to_string(*off) +
                                      " .. " + std::to_string(*off + ps[k] - 1) + " there");
@@ -714,7 +716,7 @@ void Sema::checkSlotPick(SlotPickExpr &e) {
   }
   for (size_t k = 0; k < ts.size(); ++k) {
     const Expr &i = *e.indices[k];
-    if (i.value && (i.value->i < 0 || i.value->i >= ts[k])) {
+    if (i.value && (i.value->i < 0 || i.value->i >= ts[k]) && !ctx_.dead) {
       error(i.loc, "index " + std::to_string(i.value->i) + " is out of range for dim " + std::to_string(k) +
                        " of slot tile '" + e.name + "' (extent " + std::to_string(ts[k]) + ")");
       return;

@@ -360,6 +360,11 @@ TEST_CASE("features: element reads of a get's slot tile", "[features][channels]"
   }
   CHECK(err(head("frag h: f32[32]\n for (i) in parallel(32) { h[i] = gs[40 + i] }")) ==
         "t.qla:7:38: error: slot tile 'gs' has extent 64 in dim 0 but the parallel block reads 40 .. 71 there");
+  // Not in the untaken side of an `if` on a constant (nothing of it is built).
+  {
+    auto m = ok(head("frag h: f32[32]\n if 1 == 2 { for (i) in parallel(32) { h[i] = gs[40 + i] }\n let v = gs[64] }"));
+    REQUIRE(m);
+  }
 }
 
 //===----------------------------------------------------------------------===//

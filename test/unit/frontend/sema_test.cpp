@@ -278,6 +278,12 @@ TEST_CASE("sema: copies", "[sema]") {
         "t.qla:8:8: error: the sub-tile 4 :+ 32 of 'a' must start at a multiple of 8 and stay in its rows [0, 64)");
   CHECK(err(K(decls + "frag g: f32[32, 16]\ncopy g -> a[40 :+ 32, 0 :+ 16]")) == 
         "t.qla:8:13: error: the sub-tile 40 :+ 32 of 'a' must start at a multiple of 8 and stay in its rows [0, 64)");
+  // In the side of an `if` on a constant that is not taken, a box outside the
+  // tile is no error (nothing of it is built); on the taken side it is.
+  ok(K(decls + "frag g: f32[32, 16]\nif 1 == 2 { copy g -> a[40 :+ 32, 0 :+ 16] }"));
+  ok(K(decls + "frag g: f32[32, 16]\nif 1 == 1 { copy g -> a[32 :+ 32, 0 :+ 16] } else { copy a[64 :+ 32, 0 :+ 16] -> g }"));
+  CHECK(err(K(decls + "frag g: f32[32, 16]\nif 1 == 1 { copy g -> a[40 :+ 32, 0 :+ 16] }")) ==
+        "t.qla:8:25: error: the sub-tile 40 :+ 32 of 'a' must start at a multiple of 8 and stay in its rows [0, 64)");
   CHECK(err(K(decls + "copy a[n :+ 64, 0 :+ 32] -> f")) == 
         "t.qla:7:8: error: the start of a sub-tile must be a compile-time constant, but 'n' is not");
   CHECK(err(K(decls + "copy A[0 :+ 64, 0 :+ 32] -> a[0 :+ 64, 0 :+ 32]")) == 
