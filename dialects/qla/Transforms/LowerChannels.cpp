@@ -142,13 +142,14 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
     // (each thread after its own reads: no barrier among a role's threads).
     int64_t releases = 0;
     for (RoleOp r : getRoles) releases += r.getNumWarpgroups() * 128;
-    // A put whose body is more than TMA loads into the slot (fragment stores,
-    // or staging: fragments loaded, filled, cast or mapped in the put) runs on
-    // the producer role's threads.
+    // A put whose body is more than TMA loads into the slot (and their
+    // offsets' arithmetic) runs on the producer role's threads: fragment
+    // stores, or staging (fragments loaded, filled, cast or mapped in the put;
+    // what else a put may hold, PutOp::verify says).
     const bool byThreads = llvm::any_of(puts, [](PutOp p) {
-      return llvm::any_of(p.getBody().front(), [](Operation &o) {
+      return llvm::any_of(p.getBody().front().without_terminator(), [](Operation &o) {
         if (auto l = dyn_cast<LoadOp>(o)) return !isa<SharedType>(l.getDst().getType());
-        return isa<CopyOp, AllocFragOp, FillOp, CastOp, ParallelOp>(o);
+        return !o.hasTrait<OpTrait::ConstantLike>() && !isa<arith::ArithDialect>(o.getDialect());
       });
     });
     Value full = makeBarriers(loc, depth, byThreads ? putRole.getNumWarpgroups() * 128 : 1);

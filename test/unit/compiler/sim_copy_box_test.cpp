@@ -61,10 +61,25 @@ kernel cboxes<DT = bf16>(X: f32[64, 128], Y: out DT[64, 128], V: out f32[128, 64
 }
 )";
 
+// The consumer role of the two channel kernels below: reads the slot of
+// chunk c whole (in f32) and writes it to Y's rows c * 64 ...
+const std::string kReadSlotRole = R"(
+  role q: warpgroup 1 {
+    for c in 0 .. STEPS {
+      frag f: f32[64, 128]
+      get ch -> (t) {
+        copy t -> f
+      }
+      copy f -> Y[c * 64 :+ 64, 0 :+ 128]
+    }
+  }
+}
+)";
+
 // A channel slot filled by two sub-tile copies (the put's verifier: they
 // cover the slot tile exactly once), read whole by the consumer role, for
 // STEPS chunks.
-const char *kChannelSource = R"(
+const std::string kChannelSource = R"(
 kernel cslots<DT = bf16, STEPS = 3>(X: f32[T, 128], Y: out f32[T, 128]) grid(1) threads(256)
 {
   channel ch: { t: DT[64, 128] } depth(1)
@@ -80,24 +95,14 @@ kernel cslots<DT = bf16, STEPS = 3>(X: f32[T, 128], Y: out f32[T, 128]) grid(1) 
       }
     }
   }
-  role q: warpgroup 1 {
-    for c in 0 .. STEPS {
-      frag f: f32[64, 128]
-      get ch -> (t) {
-        copy t -> f
-      }
-      copy f -> Y[c * 64 :+ 64, 0 :+ 128]
-    }
-  }
-}
-)";
+)" + kReadSlotRole;
 
 // A channel slot staged by its producer: inside the put, 32-column parts of
 // an f32 tensor are loaded into fragments of the put, mapped (times a row
 // factor held outside the put, plus 0.5) and copied into the slot's
 // sub-tiles (the last part through a cast), in DT; the consumer reads the
 // slot whole.
-const char *kStagedSource = R"(
+const std::string kStagedSource = R"(
 kernel cstaged<DT = bf16, STEPS = 3>(X: f32[T, 128], R: f32[T], Y: out f32[T, 128]) grid(1) threads(256)
 {
   channel ch: { t: DT[64, 128] } depth(1)
@@ -122,17 +127,7 @@ kernel cstaged<DT = bf16, STEPS = 3>(X: f32[T, 128], R: f32[T], Y: out f32[T, 12
       }
     }
   }
-  role q: warpgroup 1 {
-    for c in 0 .. STEPS {
-      frag f: f32[64, 128]
-      get ch -> (t) {
-        copy t -> f
-      }
-      copy f -> Y[c * 64 :+ 64, 0 :+ 128]
-    }
-  }
-}
-)";
+)" + kReadSlotRole;
 
 }  // namespace
 
