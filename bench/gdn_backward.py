@@ -24,7 +24,8 @@ captured is timed eager and the JSON's `method` says so.
     python3 bench/gdn_backward.py --list-rows      # parse the anchors only
     python3 bench/gdn_backward.py --warm-only --rows ...   # compile FLA's kernels first (in parallel
                                                            # processes, one per group of rows), then time
-    ... --fused                                    # also time QLA with its fused gradient kernel;
+    ... --six                                      # also time QLA's six-kernel backward (QLA_GDN_BWD_FUSED=0)
+                                                   # beside its default, the fused gradient kernel;
     ... --flashqla                                 # also time FlashQLA forward + backward (measured);
                                                    # with --warm-only it JIT-compiles FlashQLA's kernels too
 
@@ -93,20 +94,21 @@ def geomean(xs):
 def write(res, out_dir):
     date = res["date"]
     os.makedirs(out_dir, exist_ok=True)
-    base = os.path.join(out_dir, f"gdn_backward_h200_{date}")
+    gpu = "".join(w for w in ("H100", "H200", "B200") if w in res.get("gpu", "")).lower() or "gpu"
+    base = os.path.join(out_dir, f"gdn_backward_{gpu}_{date}")
     with open(base + ".json", "w") as f:
         json.dump(res, f, indent=1)
     fqm = any(r.get("flashqla_measured_ms") for r in res["rows"])  # FlashQLA measured here (--flashqla)
     nan = float("nan")
-    lines = [f"# GDN forward + backward, QLA vs FLA{' and FlashQLA' if fqm else ''} (H200, {date})", "",
+    lines = [f"# GDN forward + backward, QLA vs FLA{' and FlashQLA' if fqm else ''} ({res.get('gpu', '?')}, {date})", "",
              f"Command: `{res['command']}`", ""]
     if fqm:
         lines += [f"FlashQLA measured: {(res.get('flashqla') or {}).get('version', '?')}, "
                   "flash_qla.chunk_gated_delta_rule forward + backward under torch.autograd, the same tensors and "
                   "timed step as QLA and FLA. \"FlashQLA published ms\" is its own table's backward alone "
                   "(not comparable with a forward + backward step).", ""]
-    fu = any(r.get("qla_fused_ms") for r in res["rows"])  # --fused
-    head = ["row", "Hqk/Hv", "seqs", "QLA ms"] + (["QLA fused ms", "fused/six"] if fu else []) + ["FLA ms", "FLA/QLA"]
+    fu = any(r.get("qla_six_ms") for r in res["rows"])  # --six
+    head = ["row", "Hqk/Hv", "seqs", "QLA ms"] + (["QLA six ms", "fused/six"] if fu else []) + ["FLA ms", "FLA/QLA"]
     if fqm:
         head += ["FlashQLA ms (measured)", "FLA/FlashQLA", "QLA/FlashQLA (measured)"]
     head += ["FlashQLA published ms", "QLA/FlashQLA"]
@@ -117,8 +119,8 @@ def write(res, out_dir):
         vs = q / r["flashqla_ms"] if q else nan
         cells = [r["name"], f"{r['hqk']}/{r['hv']}", str(r["nseq"]), f"{q or nan:.3f}"]
         if fu:
-            qf = r.get("qla_fused_ms")
-            cells += [f"{qf or nan:.3f}", f"{qf / q if qf and q else nan:.3f}"]
+            qs = r.get("qla_six_ms")
+            cells += [f"{qs or nan:.3f}", f"{q / qs if qs and q else nan:.3f}"]
         cells += [f"{fl or nan:.3f}", f"{sp:.2f}"]
         if fqm:
             cells += [f"{fm or nan:.3f}", f"{fl / fm if fl and fm else nan:.2f}", f"{q / fm if q and fm else nan:.2f}"]
@@ -137,11 +139,11 @@ def write(res, out_dir):
                   + (f"{worst['qla_ms'] / worst['flashqla_measured_ms']:.3f}, {worst['name']}" if worst else "—")
                   + f"), FLA/FlashQLA = {geomean([r['fla_ms'] / r['flashqla_measured_ms'] for r in flm]):.3f}"]
     if fu:
-        fr = [r for r in res["rows"] if r.get("qla_ms") and r.get("qla_fused_ms")]
-        lines += ["", f"QLA's fused gradient kernel (QLA_GDN_BWD_FUSED=1), over {len(fr)} rows: fused/six = "
-                  f"{geomean([r['qla_fused_ms'] / r['qla_ms'] for r in fr]):.3f}"
-                  + (f", fused/FlashQLA = {geomean([r['qla_fused_ms'] / r['flashqla_measured_ms'] for r in fr if r.get('flashqla_measured_ms')]):.3f}"
-                     if fqm and any(r.get('flashqla_measured_ms') for r in fr) else "")]
+        fr = [r for r in res["rows"] if r.get("qla_ms") and r.get("qla_six_ms")]
+        slower = [r["name"] for r in fr if r["qla_ms"] > r["qla_six_ms"]]
+        lines += ["", f"QLA's default (the fused gradient kernel) against its six kernels (QLA_GDN_BWD_FUSED=0), "
+                  f"over {len(fr)} rows: fused/six = {geomean([r['qla_ms'] / r['qla_six_ms'] for r in fr]):.3f}, "
+                  f"slower on {len(slower)}" + (f" ({', '.join(slower)})" if slower else "")]
     if res.get("check"):
         lines += ["", "QLA vs FLA gradients (rms rel, per row): see the JSON (`diff`)"
                   + ("; FlashQLA vs FLA: `diff_flashqla`." if fqm else ".")]
@@ -169,9 +171,9 @@ def main():
     ap.add_argument("--flashqla", action="store_true",
                     help="also time FlashQLA forward + backward (import flash_qla; a measured column beside the "
                          "published one)")
-    ap.add_argument("--fused", action="store_true",
-                    help="also time QLA with its fused gradient kernel (QLA_GDN_BWD_FUSED=1, read at every call): "
-                         "column 'QLA fused ms' beside the six-kernel 'QLA ms'")
+    ap.add_argument("--six", action="store_true",
+                    help="also time QLA's six-kernel backward (QLA_GDN_BWD_FUSED=0, read at every call): column "
+                         "'QLA six ms' beside 'QLA ms' (the default: the fused gradient kernel)")
     ap.add_argument("--graph", action="store_true",
                     help="time each step as CUDA-graph replay (forward + backward captured in one graph; "
                          "falls back to eager for an implementation whose step cannot be captured, and says so)")
@@ -244,9 +246,9 @@ def main():
                 r.setdefault("method", {})[key] = "eager"
             return time_eager(lambda: step(fn, cu), calls=args.steps, reps=args.reps)[0]
 
-        def fused(f):
-            """f() with QLA_GDN_BWD_FUSED=1 (the backward plan reads it at every call)."""
-            os.environ["QLA_GDN_BWD_FUSED"] = "1"
+        def six(f):
+            """f() with QLA_GDN_BWD_FUSED=0 (the backward plan reads it at every call)."""
+            os.environ["QLA_GDN_BWD_FUSED"] = "0"
             try:
                 return f()
             finally:
@@ -256,8 +258,8 @@ def main():
         if args.warm_only:
             if not args.no_qla:
                 step(qla.chunk_gated_delta_rule, cu32)
-                if args.fused:
-                    fused(lambda: step(qla.chunk_gated_delta_rule, cu32))
+                if args.six:
+                    six(lambda: step(qla.chunk_gated_delta_rule, cu32))
             if fla_fn is not None:
                 step(fla_fn, cu32.long())
             if fq_fn is not None:
@@ -273,13 +275,13 @@ def main():
         if args.check:
             step(qla.chunk_gated_delta_rule, cu32)
             mine = [x.grad.clone() for x in leaves]
-        if args.fused:
-            r["qla_fused_ms"] = fused(lambda: timed(qla.chunk_gated_delta_rule, cu32, "qla_fused"))
+        if args.six:
+            r["qla_six_ms"] = six(lambda: timed(qla.chunk_gated_delta_rule, cu32, "qla_six"))
             if args.check:
-                fused(lambda: step(qla.chunk_gated_delta_rule, cu32))
-                r["diff_fused"] = {n: ((x.grad.double() - a.double()).pow(2).mean().sqrt()
-                                       / a.double().pow(2).mean().sqrt()).item()
-                                   for n, x, a in zip(("dq", "dk", "dv", "dg", "dbeta", "dh0"), leaves, mine)}
+                six(lambda: step(qla.chunk_gated_delta_rule, cu32))
+                r["diff_six"] = {n: ((x.grad.double() - a.double()).pow(2).mean().sqrt()
+                                     / a.double().pow(2).mean().sqrt()).item()
+                                 for n, x, a in zip(("dq", "dk", "dv", "dg", "dbeta", "dh0"), leaves, mine)}
         r["fla_ms"] = timed(fla_fn, cu32.long(), "fla") if fla_fn is not None else None
         names = ("dq", "dk", "dv", "dg", "dbeta", "dh0")
         if args.check and fla_fn is not None:
@@ -302,7 +304,7 @@ def main():
         res["rows"].append(r)
         fm = r.get("flashqla_measured_ms")
         print(f"{r['name']:22s} QLA {r['qla_ms']:.3f} ms  "
-              + (f"QLA fused {r['qla_fused_ms']:.3f} ms  " if r.get("qla_fused_ms") else "")
+              + (f"QLA six {r['qla_six_ms']:.3f} ms  " if r.get("qla_six_ms") else "")
               + (f"FLA {r['fla_ms']:.3f} ms  FLA/QLA {r['fla_ms'] / r['qla_ms']:.2f}  " if r["fla_ms"] else "")
               + (f"FlashQLA {fm:.3f} ms  QLA/FlashQLA {r['qla_ms'] / fm:.2f}  " if fm else "")
               + (f"FlashQLA FAILED {r['flashqla_error']}  " if r.get("flashqla_error") else "")

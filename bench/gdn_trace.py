@@ -8,7 +8,8 @@ call (torch.profiler, mean over --calls calls): where a step's time goes, kernel
 
     PYTHONPATH=python QLA_LIBRARY=build/compiler/libqla.so \\
         python3 bench/gdn_trace.py 16/64 1x32768 --segments -1 [--trace OUT] [--bv 64]
-    ... 16/32 8x1024 --backward --fused-bwd --profile [--trace OUT]   # the fused gradient kernel
+    ... 16/32 8x1024 --backward --profile [--trace OUT]   # the fused gradient kernel (the default)
+    ... 16/32 8x1024 --backward --six-bwd --profile       # the six kernels (QLA_GDN_BWD_FUSED=0)
 """
 import argparse
 import os
@@ -29,13 +30,18 @@ def main():
     ap.add_argument("--timeline", type=int, default=0)
     ap.add_argument("--backward", action="store_true",
                     help="time (and trace) forward + backward under torch.autograd (do, dht random)")
-    ap.add_argument("--fused-bwd", action="store_true", help="with --backward: QLA_GDN_BWD_FUSED=1")
+    ap.add_argument("--fused-bwd", action="store_true",
+                    help="with --backward: QLA_GDN_BWD_FUSED=1 (the fused gradient kernel, the default)")
+    ap.add_argument("--six-bwd", action="store_true",
+                    help="with --backward: QLA_GDN_BWD_FUSED=0 (the six kernels)")
     ap.add_argument("--profile", action="store_true", help="per-kernel device time (torch.profiler)")
     a = ap.parse_args()
-    if a.fused_bwd and not a.backward:
-        ap.error("--fused-bwd needs --backward")
+    if (a.fused_bwd or a.six_bwd) and not a.backward:
+        ap.error("--fused-bwd and --six-bwd need --backward")
+    if a.fused_bwd and a.six_bwd:
+        ap.error("--fused-bwd or --six-bwd, not both")
     os.environ["QLA_TRACE"] = "1" if a.trace else "0"
-    if a.backward:
+    if a.fused_bwd or a.six_bwd:
         os.environ["QLA_GDN_BWD_FUSED"] = "1" if a.fused_bwd else "0"
     if a.bv:
         os.environ["QLA_GDN_FUSED_BV"] = str(a.bv)
@@ -79,7 +85,7 @@ def main():
         torch.cuda.synchronize()
         times.append(e0.elapsed_time(e1))
     times.sort()
-    what = ("forward + backward (" + ("fused gradient kernel" if a.fused_bwd else "six kernels") + ")"
+    what = ("forward + backward (" + ("six kernels" if a.six_bwd else "fused gradient kernel where K, V <= 128") + ")"
             if a.backward else "forward")
     print(f"{a.heads} {a.layout} {what} segments={a.segments} bv={a.bv or 'model'} "
           f"trace={'on' if a.trace else 'off'}: median {times[len(times) // 2]:.3f} ms over {a.calls} calls "

@@ -9,8 +9,8 @@
 #
 # usage: scripts/bench_backward.sh [--rows R1,R2,...] [--per N] [--warm-timeout S] [--timeout S]
 #                                  [--anchors FILE] [--logs DIR] [-- ARGS for the timed run]
-#   e.g. scripts/bench_backward.sh --anchors .carry/flashqla_published_h200.txt -- --graph --check --fused --flashqla --out-dir $OUT
-# The timed run's flags also pick what is warmed: --flashqla and --fused pass on to --warm-only.
+#   e.g. scripts/bench_backward.sh --anchors .carry/flashqla_published_h200.txt -- --graph --check --six --flashqla --out-dir $OUT
+# The timed run's flags also pick what is warmed: --flashqla and --six pass on to --warm-only.
 set -u -o pipefail
 rows="" per=2 warm_timeout=300 timeout_s=280 anchors="" logs="${OUT:-build-bench-backward}"
 while (($#)); do
@@ -36,7 +36,7 @@ if [[ -z $rows ]]; then
 fi
 IFS=, read -r -a all <<<"$rows"
 warm=()
-for f in "${timed[@]}"; do [[ $f == --flashqla || $f == --fused ]] && warm+=("$f"); done
+for f in "${timed[@]}"; do [[ $f == --flashqla || $f == --six ]] && warm+=("$f"); done
 echo "bench_backward: warming ${#all[@]} rows, $per per process ($(date -u +%T))"
 for ((i = 0; i < ${#all[@]}; i += per)); do
   group=$(IFS=,; echo "${all[*]:i:per}")

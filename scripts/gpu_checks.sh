@@ -11,8 +11,9 @@
 #   fwd-fused-64   ... and QLA_GDN_FUSED_BV=64    (the fused kernel with 64-wide V slices per CTA)
 #   fwd-fused-head ... and QLA_GDN_FUSED_BV=128   (the fused kernel with a whole head per CTA)
 #   fwd-two        the same with QLA_GDN_FUSED=0  (the two-kernel path)
-#   bwd            test/gpu/test_gdn_backward.py --no-large
-#   bwd-fused      the same with --fused          (the fused gradient kernel, every case)
+#   bwd            test/gpu/test_gdn_backward.py --no-large  (the default: the fused gradient kernel
+#                  where K, V <= 128, its own state-gradient segments)
+#   bwd-six        the same with --six            (QLA_GDN_BWD_FUSED=0: the six kernels, every case)
 #   serving        test/gpu/test_serving.py       (prefill into a pool, decode, verify)
 #   cold-start     bench/cold_start.py            (a fresh process's first prefill and decode: empty,
 #                  warm and prebuilt kernel caches)
@@ -32,7 +33,7 @@ set -u -o pipefail
 
 usage() { sed -n '2,/^set -u/{/^set -u/d;s/^# \{0,1\}//;p}' "$0"; }
 
-all_steps=(examples line-info fwd fwd-fused fwd-fused-64 fwd-fused-head fwd-two bwd bwd-fused serving cold-start fla-backend gla)
+all_steps=(examples line-info fwd fwd-fused fwd-fused-64 fwd-fused-head fwd-two bwd bwd-six serving cold-start fla-backend gla)
 only=() skip=() timeout_s=300 logs="${OUT:-build-gpu-checks}"
 while (($#)); do
   case "$1" in
@@ -66,7 +67,7 @@ declare -A cmd=(
   [fwd-fused-head]="env QLA_GDN_FUSED=1 QLA_GDN_FUSED_BV=128 $PY -u -X faulthandler test/gpu/test_gdn_forward.py"
   [fwd-two]="env QLA_GDN_FUSED=0 $PY -u -X faulthandler test/gpu/test_gdn_forward.py"
   [bwd]="$PY -u -X faulthandler test/gpu/test_gdn_backward.py --no-large"
-  [bwd-fused]="$PY -u -X faulthandler test/gpu/test_gdn_backward.py --no-large --fused"
+  [bwd-six]="$PY -u -X faulthandler test/gpu/test_gdn_backward.py --no-large --six"
   [serving]="$PY -u -X faulthandler test/gpu/test_serving.py"
   [cold-start]="$PY -u bench/cold_start.py --out $logs/cold_start.json"
   [fla-backend]="bash scripts/fla_backend_parallel.sh $logs/fla-backend --timeout $((fla_timeout_s - 10))"

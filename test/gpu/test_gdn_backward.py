@@ -14,13 +14,16 @@ backward captured in one CUDA graph and replayed on new data equals eager
 calls; bad gradient inputs raise an error naming the problem.
 
     PYTHONPATH=python QLA_LIBRARY=build/compiler/libqla.so python3 test/gpu/test_gdn_backward.py
-        [--seed N] [--filter SUBSTR] [--no-large] [--verbose] [--fused]
+        [--seed N] [--filter SUBSTR] [--no-large] [--verbose] [--fused | --six]
 
---fused runs the same suite on the fused gradient kernel
-(QLA_GDN_BWD_FUSED=1, kernels/gdn/gdn_bwd_fused.qla; it takes every case
-with K and V up to 128, bf16 with hi + lo pairs; 256 stays on the six
-kernels), and a last check that the kernel ran (QLA's log names
-gdn_bwd_fused when it is compiled or loaded).
+The backward's default is the fused gradient kernel
+(kernels/gdn/gdn_bwd_fused.qla): it takes every case with K and V up to
+128 (bf16 with hi + lo pairs; 256 stays on the six kernels), with its own
+state-gradient segments where heads are few; a last check says that it ran
+(QLA's log names gdn_bwd_fused when it is compiled or loaded, and gives the
+backward's schedule). --fused sets QLA_GDN_BWD_FUSED=1 (the same path, said
+explicitly); --six runs the suite on the six kernels (QLA_GDN_BWD_FUSED=0:
+dh, dqk and wy in its place) and skips that check.
 
 Prints SKIP and exits 0 without PyTorch or a GPU; otherwise a table and
 "N passed, M failed", exit status 1 on any failure.
@@ -38,7 +41,7 @@ sys.path.insert(0, HERE)
 import test_gdn_forward as fw  # noqa: E402  (the float64 reference and the input generator)
 
 BARS = dict(dq=8e-3, dk=8e-3, dv=8e-3, dh0=8e-3, dbeta=2e-2, dg=2e-2)
-FUSED = False  # --fused: every case on the fused gradient kernel
+FUSED = True  # the fused gradient kernel takes the cases it can (--six: the six kernels)
 
 
 NAMES = ["dq", "dk", "dv", "dg", "dbeta", "dh0"]
@@ -362,17 +365,25 @@ def main():
     ap.add_argument("--filter")
     ap.add_argument("--no-large", action="store_true")
     ap.add_argument("--verbose", action="store_true")
-    ap.add_argument("--fused", action="store_true",
-                    help="the fused gradient kernel (QLA_GDN_BWD_FUSED=1): every case with V <= 128")
+    paths = ap.add_mutually_exclusive_group()
+    paths.add_argument("--fused", action="store_true",
+                       help="QLA_GDN_BWD_FUSED=1: the fused gradient kernel (the default), every case with K, V <= 128")
+    paths.add_argument("--six", action="store_true",
+                       help="QLA_GDN_BWD_FUSED=0: the six kernels (dh, dqk, wy in the fused kernel's place)")
     ap.add_argument("--warm-only", action="store_true",
                     help="only compile the suite's kernels into the kernel cache (no torch, no GPU needed)")
     args = ap.parse_args()
     global FUSED
-    FUSED = args.fused
+    FUSED = not args.six
     log_path = None
+    if args.six:
+        os.environ["QLA_GDN_BWD_FUSED"] = "0"
+    elif args.fused:
+        os.environ["QLA_GDN_BWD_FUSED"] = "1"
+    else:
+        os.environ.pop("QLA_GDN_BWD_FUSED", None)
     if FUSED:  # before libqla.so is loaded: read by its log and by every backward call
         import tempfile
-        os.environ["QLA_GDN_BWD_FUSED"] = "1"
         os.environ["QLA_LOG"] = "info"
         log_path = os.path.join(tempfile.mkdtemp(prefix="qla-fused-"), "qla.log")
         os.environ["QLA_LOG_FILE"] = log_path
@@ -466,6 +477,15 @@ def main():
         passed += ok
         failed += not ok
         print(f"  {'the fused gradient kernel ran (QLA log)':{W}s} {'PASS' if ok else 'FAIL'}  {log_path}",
+              flush=True)
+        # Its own state-gradient segments (fusedBackwardSchedule) where heads
+        # are few: the suite's cases have 1 to 8 v-heads on 132 SMs.
+        split = [l for l in text.splitlines() if "fused gradient kernel, state gradient in segments of" in l]
+        ok = bool(split)
+        passed += ok
+        failed += not ok
+        print(f"  {'... with its own segments (QLA log)':{W}s} {'PASS' if ok else 'FAIL'}  "
+              f"{len(split)} schedules split" + (f", e.g. {split[0].split('info: ')[-1][:150]}" if split else ""),
               flush=True)
 
     print(f"\n{passed} passed, {failed} failed  ({time.time() - t_all:.0f} s, seed {seed})")

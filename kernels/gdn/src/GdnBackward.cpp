@@ -6,10 +6,12 @@
 #include <cmath>
 #include <cstdlib>
 #include <mutex>
+#include <set>
 #include <sstream>
 
 #include "GdnInternal.h"
 #include "qla/op/Device.h"
+#include "qla/runtime/Log.h"
 
 namespace qla::gdn {
 namespace {
@@ -54,10 +56,18 @@ int dhSliceOf(const BackwardParams &p, const Schedule &sch, int sms) {
   return (V / 32) * Hv * segs > sms ? 64 : 32;
 }
 
-// QLA_GDN_BWD_FUSED set (and not 0), read at every call.
+// The fused gradient kernel is the default; QLA_GDN_BWD_FUSED=0 (read at
+// every call) keeps the six kernels (dh, dqk, wy in its place).
 bool fusedBackwardRequested() {
   const char *e = std::getenv("QLA_GDN_BWD_FUSED");
-  return e && *e && std::string(e) != "0";
+  return !(e && std::string(e) == "0");
+}
+
+// The fused gradient kernel takes the call (backwardConfig's c.fused, from
+// the shapes alone).
+bool fusedPathTaken(const BackwardParams &p) {
+  return fusedBackwardRequested() && p.q.shape.size() == 4 && p.v.shape.size() == 4 && p.q.shape[3] <= 128 &&
+         p.v.shape[3] <= 128;
 }
 
 ForwardParams forwardPart(const BackwardParams &p) {
@@ -88,6 +98,21 @@ Schedule backwardSchedule(const BackwardParams &p, int sms) {
   MachineModel m;
   m.sms = sms;
   return forwardSchedule(shapeOf(forwardPart(p)), m, p.segment_chunks, -1);
+}
+
+// The state gradient's segments: the recompute's (fwd) for the dh kernel;
+// the fused gradient kernel's own (fusedBackwardSchedule), unless
+// segment_chunks forces a length (as it does the recompute's) or -1 forbids
+// a split. With checkpoints, segment_chunks is the forward's segment length
+// (made for the forward's pass, some ten times lighter a chunk) and says
+// nothing of these: the model picks (measured, H100, 2026-12-05: 2/4
+// 1x8192 in the forward's segments of 16 chunks 0.567 ms a step, the
+// model's 4 chunks 0.459).
+Schedule dhScheduleOf(const BackwardParams &p, const Schedule &fwd) {
+  if (!fusedPathTaken(p)) return fwd;
+  MachineModel m;
+  m.sms = deviceSmCount();
+  return fusedBackwardSchedule(shapeOf(forwardPart(p)), m, p.checkpoints ? 0 : p.segment_chunks);
 }
 
 // Every tensor argument (op::TensorView refers to p's shape vectors: p must
@@ -192,6 +217,11 @@ void validate(const BackwardParams &p) {
 
 struct BackwardLayout {
   WorkspaceLayout fwd;
+  // The state gradient's segments (dhScheduleOf) and their regions: the
+  // segments' end gradients (GS), pass 1's L and its P as a hi + lo pair.
+  // The recompute's regions where both split alike, else their own.
+  Schedule dhSched;
+  size_t gs = 0, dls = 0, dph = 0, dpl = 0;
   size_t am = 0, h = 0, vn = 0, dh = 0, dvd = 0, sd = 0, dqh = 0, dkh = 0, dk2 = 0, dw = 0, rq = 0, rk = 0, rw = 0;
   size_t ul = 0, vnl = 0;  // U's and V_new's lo parts (BackwardConfig::hilo)
   size_t dummy = 0, total = 0;
@@ -205,6 +235,16 @@ BackwardLayout layoutOf(const BackwardParams &p) {
   op::WorkspacePlanner ws;
   BackwardLayout l;
   l.fwd = addForwardRegions(ws, p.q.dtype, shapeOf(forwardPart(p)), p.segment_chunks);
+  l.dhSched = dhScheduleOf(p, l.fwd.schedule);
+  if (l.dhSched.split && l.fwd.schedule.split && l.dhSched.segChunks == l.fwd.schedule.segChunks) {
+    l.gs = l.fwd.hs, l.dls = l.fwd.ls, l.dph = l.fwd.ph, l.dpl = l.fwd.pl;
+  } else if (l.dhSched.split) {
+    const size_t nz = size_t(l.dhSched.numIds);
+    l.gs = ws.add(nz * size_t(Hv * K * V) * 4);
+    l.dls = ws.add(nz * size_t(Hv * K * V) * 4);
+    l.dph = ws.add(nz * size_t(Hv * K * K) * 2);
+    l.dpl = ws.add(nz * size_t(Hv * K * K) * 2);
+  }
   const int64_t TC = l.fwd.gcSlots;
   const size_t nt = size_t(B * T * Hv);
   // State slots: chunk c of sequence n enters with slot bos / C + 2n + c
@@ -212,16 +252,22 @@ BackwardLayout layoutOf(const BackwardParams &p) {
   // state: cdiv(T, C) + 2N - 1 slots (varlen), cdiv(T, C) + 1 otherwise.
   l.stateSlots = (T + kChunk - 1) / kChunk + (N > 0 ? 2 * N - 1 : 1);
   const size_t stateBytes = size_t(B * l.stateSlots * Hv * K * V) * eb;
+  // The six kernels' intermediates (dS' per chunk, dVd, dw, SD per V slice
+  // of dh) only where they run: the fused gradient kernel keeps them on chip
+  // (SD: one slice).
+  const bool six = !fusedPathTaken(p);
   l.am = ws.add(size_t(B * Hv * TC * kChunk) * 4);
   l.h = ws.add(stateBytes);
   l.vn = ws.add(nt * size_t(V) * eb);
-  l.dh = ws.add(stateBytes);
-  l.dvd = ws.add(nt * size_t(V) * eb);
-  l.sd = ws.add(size_t(V / dhSliceOf(p, l.fwd.schedule, deviceSmCount()) * B * Hv * TC) * 4);
+  if (six) {
+    l.dh = ws.add(stateBytes);
+    l.dvd = ws.add(nt * size_t(V) * eb);
+  }
+  l.sd = ws.add(size_t((six ? V / dhSliceOf(p, l.fwd.schedule, deviceSmCount()) : 1) * B * Hv * TC) * 4);
   l.dqh = ws.add(nt * size_t(K) * 4);
   l.dkh = ws.add(nt * size_t(K) * 4);
   l.dk2 = ws.add(nt * size_t(K) * 4);
-  l.dw = ws.add(nt * size_t(K) * eb);
+  if (six) l.dw = ws.add(nt * size_t(K) * eb);
   l.rq = ws.add(size_t(B * Hv * TC) * 4);
   l.rk = ws.add(size_t(B * Hv * TC) * 4);
   l.rw = ws.add(size_t(B * Hv * TC) * 4);
@@ -296,18 +342,56 @@ op::Signature dhSignature(const ForwardConfig &fc) {
           2};
 }
 
+// The state gradient's split in the log (QLA_LOG=info: the first call of
+// each shape and choice; debug: every call), e.g. "gdn backward B=1 T=8192
+// Hv=32 ...: fused gradient kernel, state gradient in segments of 32 chunks
+// (4 segment ids); model 947 us".
+void logStateGradientSchedule(const BackwardParams &p, const BackwardLayout &l) {
+  if (!rt::logEnabled(rt::LogLevel::Info)) return;
+  const ForwardShape s = shapeOf(forwardPart(p));
+  const Schedule &d = l.dhSched;
+  std::string tail;
+  if (fusedPathTaken(p)) {
+    tail = "fused gradient kernel, state gradient ";
+    tail += d.split ? "in segments of " + std::to_string(d.segChunks) + " chunks (" + std::to_string(d.numIds) +
+                          " segment ids)"
+                    : std::string("unsplit");
+    char model[48];
+    std::snprintf(model, sizeof model, "; model %.0f us", d.predictedUs);
+    tail += model;
+  } else {
+    tail = "dh, dqk, wy kernels, state gradient ";
+    tail += d.split ? "in the recompute's segments of " + std::to_string(d.segChunks) + " chunks" : "unsplit";
+  }
+  char head[128];
+  std::snprintf(head, sizeof head, "gdn backward B=%lld T=%lld Hv=%lld K=%lld V=%lld N=%lld: ", (long long)s.B,
+                (long long)s.T, (long long)s.Hv, (long long)s.K, (long long)s.V,
+                (long long)(s.numSequences > 0 ? s.numSequences : s.B));
+  std::string line = std::string(head) + tail;
+  if (d.split && fusedPathTaken(p) && s.numSequences > 1)
+    line += s.longestChunks > 0 ? " (lengths known)" : " (lengths unknown)";
+  if (!rt::logEnabled(rt::LogLevel::Debug)) {
+    static std::mutex mu;
+    static std::set<std::string> seen;
+    std::lock_guard<std::mutex> lock(mu);
+    if (!seen.insert(line).second) return;
+  }
+  rt::logMessage(rt::LogLevel::Info, line);
+}
+
 // p validated, workspace checked against l = layoutOf(p).
 Plan buildPlan(const BackwardParams &p, const BackwardLayout &l, void *workspace) {
   const BackwardConfig c = backwardConfig(p);
   const ForwardConfig &fc = c.fwd;
   Plan plan;
   plan.kernels = kernelsFor(c);
-  plan.split = l.fwd.schedule.split;
-  plan.recomputeSplit = plan.split && !p.checkpoints;
+  plan.split = l.dhSched.split;
+  plan.recomputeSplit = l.fwd.schedule.split && !p.checkpoints;
   const DType dt = fc.dtype, f32 = DType::F32;
   const int64_t B = p.q.shape[0], T = p.q.shape[1], Hv = p.v.shape[2], K = p.q.shape[3], V = p.v.shape[3];
   const int64_t N = fc.varlen ? p.cu_seqlens->shape[0] - 1 : B;
-  const int64_t NZ = l.fwd.schedule.numIds, TC = l.fwd.gcSlots, NH = l.stateSlots;
+  const int64_t NZ = l.fwd.schedule.numIds, DZ = l.dhSched.numIds, TC = l.fwd.gcSlots, NH = l.stateSlots;
+  const bool fsplit = l.fwd.schedule.split;
   char *ws = static_cast<char *>(workspace);
   void *dummy = ws + l.dummy;
   using op::contiguousArg;
@@ -317,25 +401,30 @@ Plan buildPlan(const BackwardParams &p, const BackwardLayout &l, void *workspace
   rt::TensorArg GC = contiguousArg(ws + l.fwd.gc, {B, Hv, TC});
   rt::TensorArg CU = fc.varlen ? arg(*p.cu_seqlens) : contiguousArg(dummy, {1});
   rt::TensorArg H0 = fc.initialState ? arg(*p.initial_state) : contiguousArg(dummy, {N, Hv, K, V});
-  rt::TensorArg HS = contiguousArg(plan.split ? ws + l.fwd.hs : dummy, {NZ, Hv, K, V});
+  rt::TensorArg HS = contiguousArg(fsplit ? ws + l.fwd.hs : dummy, {NZ, Hv, K, V});
   // The states' pass 2 starts each segment from the forward's checkpoints
   // when given (validated: of HS's shape), else from the merge's HS.
   rt::TensorArg HSin = p.checkpoints ? arg(*p.checkpoints) : HS;
-  rt::TensorArg LS = contiguousArg(plan.split ? ws + l.fwd.ls : dummy, {NZ, Hv, K, V});
-  rt::TensorArg PH = contiguousArg(plan.split ? ws + l.fwd.ph : dummy, {NZ, Hv, K, K});
-  rt::TensorArg PL = contiguousArg(plan.split ? ws + l.fwd.pl : dummy, {NZ, Hv, K, K});
+  rt::TensorArg LS = contiguousArg(fsplit ? ws + l.fwd.ls : dummy, {NZ, Hv, K, V});
+  rt::TensorArg PH = contiguousArg(fsplit ? ws + l.fwd.ph : dummy, {NZ, Hv, K, K});
+  rt::TensorArg PL = contiguousArg(fsplit ? ws + l.fwd.pl : dummy, {NZ, Hv, K, K});
+  // The state gradient's segments (BackwardLayout::dhSched).
+  rt::TensorArg GS = contiguousArg(plan.split ? ws + l.gs : dummy, {DZ, Hv, K, V});
+  rt::TensorArg DLS = contiguousArg(plan.split ? ws + l.dls : dummy, {DZ, Hv, K, V});
+  rt::TensorArg DPH = contiguousArg(plan.split ? ws + l.dph : dummy, {DZ, Hv, K, K});
+  rt::TensorArg DPL = contiguousArg(plan.split ? ws + l.dpl : dummy, {DZ, Hv, K, K});
   rt::TensorArg AM = contiguousArg(ws + l.am, {B, Hv, TC, kChunk});
   rt::TensorArg H = contiguousArg(ws + l.h, {B, NH, Hv, K, V});
   rt::TensorArg VN = contiguousArg(ws + l.vn, {B, T, Hv, V});
   rt::TensorArg UL = contiguousArg(c.hilo() ? ws + l.ul : dummy, {B, T, Hv, V});
   rt::TensorArg VNL = contiguousArg(c.hilo() ? ws + l.vnl : dummy, {B, T, Hv, V});
-  rt::TensorArg DH = contiguousArg(ws + l.dh, {B, NH, Hv, K, V});
-  rt::TensorArg DVD = contiguousArg(ws + l.dvd, {B, T, Hv, V});
-  rt::TensorArg SD = contiguousArg(ws + l.sd, {V / c.dhBv, B, Hv, TC});
+  rt::TensorArg DH = contiguousArg(c.fused ? dummy : ws + l.dh, {B, NH, Hv, K, V});
+  rt::TensorArg DVD = contiguousArg(c.fused ? dummy : ws + l.dvd, {B, T, Hv, V});
+  rt::TensorArg SD = contiguousArg(ws + l.sd, {c.fused ? 1 : V / c.dhBv, B, Hv, TC});
   rt::TensorArg DQH = contiguousArg(ws + l.dqh, {B, T, Hv, K});
   rt::TensorArg DKH = contiguousArg(ws + l.dkh, {B, T, Hv, K});
   rt::TensorArg DK2 = contiguousArg(ws + l.dk2, {B, T, Hv, K});
-  rt::TensorArg DW = contiguousArg(ws + l.dw, {B, T, Hv, K});
+  rt::TensorArg DW = contiguousArg(c.fused ? dummy : ws + l.dw, {B, T, Hv, K});
   rt::TensorArg RQ = contiguousArg(ws + l.rq, {B, Hv, TC});
   rt::TensorArg RK = contiguousArg(ws + l.rk, {B, Hv, TC});
   rt::TensorArg RW = contiguousArg(ws + l.rw, {B, Hv, TC});
@@ -350,7 +439,7 @@ Plan buildPlan(const BackwardParams &p, const BackwardLayout &l, void *workspace
   rt::TensorArg PRK = contiguousArg(dummy, {B, T, Hv});
 
   const double scale = std::isnan(p.scale) ? 1.0 / std::sqrt(double(K)) : p.scale;
-  const double segChunks = double(l.fwd.schedule.segChunks);
+  const double segChunks = double(l.fwd.schedule.segChunks), dhChunks = double(l.dhSched.segChunks);
   auto args = [&](std::vector<rt::TensorArg> t, std::vector<double> s) {
     rt::LaunchArgs a;
     a.tensors = std::move(t);
@@ -366,25 +455,26 @@ Plan buildPlan(const BackwardParams &p, const BackwardLayout &l, void *workspace
         args({arg(p.q), arg(p.k), W, U, GC, CU, H0, O, HT, HS, LS, PH, PL, H, VN, UL, VNL}, {scale, segChunks});
     plan.merge = args({GC, CU, LS, PH, PL, HS}, {segChunks});
   }
-  // The state gradient's context parallelism reuses the forward's segment
-  // regions (free once the states' recompute is done; same stream): HS takes
-  // the segments' end gradients, LS, PH, PL the reverse pass 1's output
-  // (the workspace's HS, never the caller's checkpoints).
-  plan.dh = args({arg(p.q), arg(p.k), W, arg(p.dout), GC, CU, H, DHT, DH, DVD, DH0, SD, HS, LS, PH, PL},
-                 {scale, segChunks});
+  // The state gradient's context parallelism (its own segments, or the
+  // recompute's regions reused where it splits alike: free once the states'
+  // recompute is done; same stream): GS takes the segments' end gradients,
+  // DLS, DPH, DPL the reverse pass 1's output (never the caller's
+  // checkpoints).
+  plan.dh = args({arg(p.q), arg(p.k), W, arg(p.dout), GC, CU, H, DHT, DH, DVD, DH0, SD, GS, DLS, DPH, DPL},
+                 {scale, dhChunks});
   if (plan.split) {
     plan.dhSegment = plan.dh;
-    plan.dhMerge = args({GC, CU, LS, PH, PL, HS}, {segChunks});
+    plan.dhMerge = args({GC, CU, DLS, DPH, DPL, GS}, {dhChunks});
   }
   plan.dqk = args({arg(p.q), arg(p.k), VN, DVD, arg(p.dout), GC, CU, H, DH, DQH, DKH, DW, RQ, RK, VNL}, {scale});
   plan.wy = args({arg(p.k), arg(p.v), arg(p.beta), GC, AM, CU, DW, DVD, DK2, arg(p.dv), arg(p.dbeta), RW}, {});
   // The fused kernel: SD has one slice (whole V), the segments' end
-  // gradients are HS (from the dh pass 1 and reverse merge, as for dh).
+  // gradients are GS (from the dh pass 1 and reverse merge, as for dh).
   rt::TensorArg SD1 = contiguousArg(ws + l.sd, {1, B, Hv, TC});
   if (c.fused)
-    plan.fused = args({arg(p.q), arg(p.k), arg(p.v), W, arg(p.dout), arg(p.beta), GC, AM, CU, H, VN, DHT, HS, DQH,
+    plan.fused = args({arg(p.q), arg(p.k), arg(p.v), W, arg(p.dout), arg(p.beta), GC, AM, CU, H, VN, DHT, GS, DQH,
                        DKH, DK2, arg(p.dv), arg(p.dbeta), DH0, SD1, RQ, RK, RW, VNL},
-                      {scale, segChunks});
+                      {scale, dhChunks});
   plan.finish = args({arg(p.q), arg(p.k), CU, DQH, DKH, DK2, RQ, RK, RW, c.fused ? SD1 : SD, arg(p.dq), arg(p.dk),
                       arg(p.dg)},
                      {});
@@ -443,6 +533,7 @@ Plan buildPlan(const BackwardParams &p, const BackwardLayout &l, void *workspace
 void launchBackward(const BackwardParams &p, void *workspace, size_t workspaceBytes) {
   validate(p);
   const BackwardLayout l = layoutOf(p);
+  logStateGradientSchedule(p, l);
   op::checkWorkspace(workspace, workspaceBytes, l.total, namedTensors(p));
   CUcontext ctx = op::checkDevice(namedTensors(p), workspace, l.total);
   Plan plan = buildPlan(p, l, workspace);
@@ -502,6 +593,10 @@ void backward(const BackwardParams &p, void *workspace, size_t workspaceBytes) {
     op::checkWorkspace(workspace, workspaceBytes, totalWorkspaceBytes(p), namedTensors(p));
     launchWithOptions(p, workspace, workspaceBytes);
   });
+}
+
+int64_t backwardStateGradientSegments(const BackwardParams &p) {
+  return guarded([&] { return layoutOf(p).dhSched.segChunks; });
 }
 
 void detail::launchBackwardImpl(const BackwardParams &p, void *workspace, size_t workspaceBytes) {

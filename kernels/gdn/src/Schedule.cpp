@@ -68,13 +68,51 @@ int64_t segmentIds(const ForwardShape &s, int64_t segChunks) {
 
 namespace {
 
+// The batches a schedule is weighed against. Fixed length: one scenario,
+// the shapes say it all. With cu_seqlens only the total is known on the host
+// (the device cuts each real sequence by the chosen length), so the model
+// weighs two extremes, N equal sequences and one sequence holding (nearly)
+// every token, and takes the segment length whose worse ratio to that
+// scenario's best is smallest. With known lengths the scenario is the batch
+// itself: `lens` holds its sequences (chunks, how many), and seqs x chunks
+// stands in for it where the model takes equal sequences (the two-kernel
+// path: as many of the longest one's length as hold every chunk).
+struct Scenario {
+  int64_t seqs, chunks;
+  std::vector<std::pair<int64_t, int64_t>> lens;
+};
+
+std::vector<Scenario> scenariosOf(const ForwardShape &s) {
+  const int64_t N = s.numSequences > 0 ? s.numSequences : s.B, total = cdiv(s.T, kChunk);
+  std::vector<Scenario> scen;
+  if (s.numSequences > 1 && s.longestChunks > 0) {
+    scen.push_back({cdiv(std::max(s.sumChunks, s.longestChunks), s.longestChunks), s.longestChunks, s.lengths});
+  } else if (s.numSequences > 1) {
+    // The longest a sequence can be: all the tokens, or the caller's bound.
+    const int64_t longest = s.maxChunks > 0 ? std::min(s.maxChunks, std::max<int64_t>(total, 1)) : total;
+    scen.push_back({N, std::max<int64_t>(1, std::min(longest, cdiv(s.T, kChunk * N))), {}});
+    scen.push_back({std::min(N, cdiv(total, std::max<int64_t>(longest, 1))), longest, {}});
+  } else {
+    scen.push_back({N, total, {}});
+  }
+  return scen;
+}
+
+// Segment lengths worth weighing: each scenario's sequences cut into 2 .. 64
+// equal parts.
+std::vector<int64_t> segmentCandidates(const std::vector<Scenario> &scen) {
+  std::vector<int64_t> cands;
+  for (const Scenario &c : scen)
+    for (int64_t ns = 2; ns <= 64 && ns <= c.chunks; ++ns) cands.push_back(cdiv(c.chunks, ns));
+  return cands;
+}
+
 Schedule computeSchedule(const ForwardShape &s, const MachineModel &m, int64_t force, int fusedMode,
                          int64_t forceBv) {
   if (!splitAndFusedTake(s.K)) {
     fusedMode = -1;
     force = -1;
   }
-  const int64_t N = s.numSequences > 0 ? s.numSequences : s.B;
   const int64_t nV = s.V / kSlice, nK = s.K / kSlice, total = cdiv(s.T, kChunk);
 
   // The recurrence's time for `seqs` sequences of `chunks` chunks each, cut
@@ -86,33 +124,8 @@ Schedule computeSchedule(const ForwardShape &s, const MachineModel &m, int64_t f
     const double pass2 = passUs(heads * ns * nV, ls, m.pass2AloneUs, m.pass2PairUs, m);
     return pass1 + m.mergeStepUs * double(ns - 2) + 2 * m.launchUs + pass2;
   };
-  // Fixed length: one scenario, the shapes say it all. With cu_seqlens only
-  // the total is known on the host (the device cuts each real sequence by
-  // the chosen length), so the model weighs two extremes, N equal sequences
-  // and one sequence holding (nearly) every token, and takes the segment
-  // length whose worse ratio to that scenario's best is smallest.
-  // With known lengths the scenario is the batch itself: `lens` holds its
-  // sequences (chunks, how many), and seqs x chunks stands in for it where
-  // the model takes equal sequences (the two-kernel path: as many of the
-  // longest one's length as hold every chunk).
-  struct Scenario {
-    int64_t seqs, chunks;
-    std::vector<std::pair<int64_t, int64_t>> lens;
-  };
-  std::vector<Scenario> scen;
-  if (s.numSequences > 1 && s.longestChunks > 0) {
-    scen.push_back({cdiv(std::max(s.sumChunks, s.longestChunks), s.longestChunks), s.longestChunks, s.lengths});
-  } else if (s.numSequences > 1) {
-    // The longest a sequence can be: all the tokens, or the caller's bound.
-    const int64_t longest = s.maxChunks > 0 ? std::min(s.maxChunks, std::max<int64_t>(total, 1)) : total;
-    scen.push_back({N, std::max<int64_t>(1, std::min(longest, cdiv(s.T, kChunk * N)))});
-    scen.push_back({std::min(N, cdiv(total, std::max<int64_t>(longest, 1))), longest});
-  } else {
-    scen.push_back({N, total});
-  }
-  std::vector<int64_t> cands;
-  for (const Scenario &c : scen)
-    for (int64_t ns = 2; ns <= 64 && ns <= c.chunks; ++ns) cands.push_back(cdiv(c.chunks, ns));
+  const std::vector<Scenario> scen = scenariosOf(s);
+  const std::vector<int64_t> cands = segmentCandidates(scen);
 
   // Each path's whole forward for a scenario. Two-kernel: prepare (parallel
   // over every chunk and v-head) plus the recurrence as above.
@@ -282,6 +295,83 @@ Schedule computeSchedule(const ForwardShape &s, const MachineModel &m, int64_t f
   return best;
 }
 
+Schedule computeBackwardSchedule(const ForwardShape &s, const MachineModel &m, int64_t force) {
+  const std::vector<Scenario> scen = scenariosOf(s);
+  const int64_t total = cdiv(s.T, kChunk), nV = cdiv(s.V, 64), nK = cdiv(s.K, 64);
+  // The fused kernel over a scenario's segments: CTAs of ls chunks (each
+  // sequence's last one holds the rest), one per SM at a time; the busiest
+  // SM runs the long CTAs' waves or its share of all the chunk steps.
+  auto timeUs = [&](const Scenario &c, int64_t ls) {
+    std::vector<std::pair<int64_t, int64_t>> lens = c.lens;
+    if (lens.empty()) lens.push_back({c.chunks, c.seqs});
+    int64_t units = 0, longest = 0, steps = 0, units1 = 0, chain = 0;
+    for (const auto &[ch, k] : lens) {
+      const int64_t ns = cdiv(ch, ls);
+      units += k * ns;
+      steps += k * ch;
+      longest = std::max(longest, std::min(ch, ls));
+      units1 += k * (ns - 1);
+      chain = std::max(chain, ns - 2);
+    }
+    int64_t big = 0;
+    for (const auto &[ch, k] : lens) {
+      const int64_t ns = cdiv(ch, ls), last = ch - (ns - 1) * ls;
+      big += k * ((ns - 1) * (2 * ls > longest ? 1 : 0) + (2 * last > longest ? 1 : 0));
+    }
+    units *= s.Hv;
+    big *= s.Hv;
+    steps *= s.Hv;
+    const double busy = std::min(1.0, double(units) / double(m.sms));
+    const double step = m.bwdChunkAloneUs + (m.bwdChunkFullUs - m.bwdChunkAloneUs) * busy;
+    const double fused = std::max(double(cdiv(big, m.sms) * longest), double(steps) / double(m.sms)) * step +
+                         double(cdiv(units, m.sms)) * m.waveStartUs;
+    if (ls == kNoSplit) return fused;
+    // A split launches pass 1 and the merge whatever the scenario, and its
+    // ids past a sequence's last segment start CTAs that do nothing.
+    const int64_t ids = segmentIds(s, ls);
+    const double empty = m.emptyWaveUs * double(cdiv(std::max<int64_t>(ids * s.Hv - units, 0), m.sms));
+    if (units1 == 0) return fused + 2 * m.launchUs + empty;
+    const double pass1 =
+        passUs(s.Hv * units1 * (nV + nK), std::min(ls, longest), m.dhPass1AloneUs, m.dhPass1PairUs, m);
+    return pass1 + m.mergeStepUs * double(chain) + 2 * m.launchUs + fused + empty;
+  };
+  Schedule sch;
+  int64_t pick = kNoSplit;
+  if (!splitAndFusedTake(s.K) || force < 0) {
+    pick = kNoSplit;
+  } else if (force > 0) {
+    pick = force;
+  } else {
+    std::vector<int64_t> opts = {kNoSplit};
+    for (int64_t ls : segmentCandidates(scen)) opts.push_back(ls);
+    std::vector<double> best(scen.size());
+    for (size_t i = 0; i < scen.size(); ++i) {
+      best[i] = timeUs(scen[i], kNoSplit);
+      for (int64_t ls : opts) best[i] = std::min(best[i], timeUs(scen[i], ls));
+    }
+    auto regret = [&](int64_t ls) {
+      double r = 0;
+      for (size_t i = 0; i < scen.size(); ++i) r = std::max(r, timeUs(scen[i], ls) / best[i]);
+      return r;
+    };
+    // A split for a clear gain only (the model is a model): 10%.
+    double bar = 0.9 * regret(kNoSplit);
+    for (int64_t ls : opts) {
+      if (ls == kNoSplit) continue;
+      const double r = regret(ls);
+      if (r < bar || (r == bar && pick != kNoSplit && ls > pick)) {
+        bar = r;
+        pick = ls;
+      }
+    }
+  }
+  sch.split = pick < kNoSplit && total > pick;
+  sch.segChunks = sch.split ? pick : kNoSplit;
+  sch.numIds = segmentIds(s, sch.segChunks);
+  sch.predictedUs = timeUs(scen[0], sch.segChunks);
+  return sch;
+}
+
 // Every input of the model, for the memo below.
 std::vector<double> scheduleKey(const ForwardShape &s, const MachineModel &m, int64_t force, int fusedMode,
                                 int64_t forceBv) {
@@ -316,6 +406,23 @@ Schedule forwardSchedule(const ForwardShape &s, const MachineModel &m, int64_t f
     if (it != memo.end()) return it->second;
   }
   const Schedule sch = computeSchedule(s, m, force, fusedMode, forceBv);
+  std::lock_guard<std::mutex> lock(mu);
+  if (memo.size() >= 4096) memo.clear();
+  memo.emplace(std::move(key), sch);
+  return sch;
+}
+
+Schedule fusedBackwardSchedule(const ForwardShape &s, const MachineModel &m, int64_t force) {
+  static std::mutex mu;
+  static std::map<std::vector<double>, Schedule> memo;
+  std::vector<double> key = scheduleKey(s, m, force, 2, 0);
+  for (double c : {m.bwdChunkAloneUs, m.bwdChunkFullUs, m.dhPass1AloneUs, m.dhPass1PairUs}) key.push_back(c);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = memo.find(key);
+    if (it != memo.end()) return it->second;
+  }
+  const Schedule sch = computeBackwardSchedule(s, m, force);
   std::lock_guard<std::mutex> lock(mu);
   if (memo.size() >= 4096) memo.clear();
   memo.emplace(std::move(key), sch);

@@ -116,6 +116,24 @@ struct MachineModel {
   // The prepare kernel: the same runs' two-kernel rows at 8192x4 (16/64
   // 2.758 -> 2.495 ms, 8/32 1.353 -> 1.238 ms, all of it prepare's).
   double prepareChunkHeadUs = 3.6;
+  // The fused gradient kernel (gdn_bwd_fused.qla: one CTA per SM for each
+  // segment and v-head, its chunks in sequence): its chunk step with few
+  // CTAs on the machine and with every SM busy (all of them streaming their
+  // inputs and f32 partial gradients), interpolated by the share of SMs in
+  // use; measured on an H100 (2026-12-05, bench/results/gdn_bwd_fused_gpu_*):
+  // 16/32 1x8192 unsplit, 32 CTAs, 2.237 ms over 128 chunks; 16/32 8x1024,
+  // 256 CTAs in two waves, 0.870 ms over 16 chunks. The state gradient's
+  // pass 1 (gdn_bwd_dh.qla PASS = 1: a 128-thread CTA per segment, v-head and
+  // 64-wide slice of V or of P's columns), alone and two per SM, fitted to
+  // the same day's runs: 16/32 1x8192 in segments of 32 chunks 0.226 ms
+  // (0.244 in 32-wide slices), 2/4 1x32768 in segments of 16 0.170 ms (the
+  // model gives 0.27 and 0.10: its chain of chunk steps is not all it is).
+  // The fused kernel over those segments: 0.784 and 0.411 ms (24.5 and
+  // 25.7 µs a chunk step, 128 CTAs).
+  double bwdChunkAloneUs = 17.5;
+  double bwdChunkFullUs = 27.0;
+  double dhPass1AloneUs = 2.0;
+  double dhPass1PairUs = 2.6;
 };
 
 // `force`: 0 picks by the model; -1 never splits; n > 0 segments of n chunks.
@@ -131,6 +149,22 @@ struct MachineModel {
 // schedules several times.
 Schedule forwardSchedule(const ForwardShape &s, const MachineModel &m, int64_t force = 0, int fusedMode = -1,
                          int64_t fusedBv = 0);
+
+// The state gradient's segments for the fused gradient kernel (its own
+// split, independent of the recompute's: that kernel's chunk step is some ten
+// times the state pass's, so it cuts where the forward would not): the
+// length whose time (pass 1 of gdn_bwd_dh.qla, the reverse merge, the fused
+// kernel over every segment) has the smallest worst ratio to each scenario's
+// best, split only for a clear gain over the whole sequences. `force` as in
+// forwardSchedule (0 the model, -1 never, n > 0 segments of n chunks).
+// fused, fusedBv and twoKernelUs are not set; predictedUs is the model's time.
+Schedule fusedBackwardSchedule(const ForwardShape &s, const MachineModel &m, int64_t force = 0);
+
+struct BackwardParams;
+// The state gradient's segment length the backward takes for p (kNoSplit:
+// none): the recompute's on the six-kernel path, fusedBackwardSchedule's on
+// the fused gradient kernel's (GdnBackward.cpp). p must be valid.
+int64_t backwardStateGradientSegments(const BackwardParams &p);
 
 // Segment ids for a segment length (the grid z of both state passes).
 int64_t segmentIds(const ForwardShape &s, int64_t segChunks);

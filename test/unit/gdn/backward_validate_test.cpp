@@ -504,6 +504,10 @@ TEST_CASE("GDN backward: input errors are the forward's, with dv for o", "[gdn][
 }
 
 TEST_CASE("GDN backward workspace size", "[gdn][backward][workspace]") {
+  struct Restore {
+    ~Restore() { unsetenv("QLA_GDN_BWD_FUSED"); }
+  } restore;
+  unsetenv("QLA_GDN_BWD_FUSED");
   BackwardParams p = validBackwardParams();
   p.segment_chunks = -1;  // no split, whatever the cost model says
   // B 2, T 100, Hv 8, K = V = 128, bf16; 2 chunk slots of 64 (TC = 128),
@@ -514,9 +518,14 @@ TEST_CASE("GDN backward workspace size", "[gdn][backward][workspace]") {
   //   DQH, DKH, DK2 2*100*8*128*4 = 819200 each; DW 409600; RQ, RK, RW 8192 each
   //   UL, VNL 409600 each (bf16: the recompute's hi + lo pairs)
   //   the dummy 256
-  CHECK(backwardWorkspaceBytes(p) == size_t(827392) + 524288 + 1572864 + 409600 + 1572864 + 409600 + 32768 +
-                                         3 * 819200 + 409600 + 3 * 8192 + 2 * 409600 + 256);
+  // The fused gradient kernel (the default) keeps dS', dVd and dw on chip
+  // and writes SD in one slice: no DH, DVD, DW; SD 2*8*128*4 = 8192.
+  CHECK(backwardWorkspaceBytes(p) ==
+        size_t(827392) + 524288 + 1572864 + 409600 + 8192 + 3 * 819200 + 3 * 8192 + 2 * 409600 + 256);
+  setenv("QLA_GDN_BWD_FUSED", "0", 1);  // the six kernels
   const size_t n = backwardWorkspaceBytes(p);
+  CHECK(n == size_t(827392) + 524288 + 1572864 + 409600 + 1572864 + 409600 + 32768 + 3 * 819200 + 409600 +
+                 3 * 8192 + 2 * 409600 + 256);
   CHECK(n > qla::gdn::forwardWorkspaceBytes(DType::BF16, 2, 100, 8, 128, 128, 0, -1));
 
   SECTION("f16: no hi + lo regions") {
@@ -617,8 +626,12 @@ TEST_CASE("GDN backward configuration of a call", "[gdn][backward]") {
   p.dh0 = dh0Ref(2, s);
   p.use_qk_l2norm = true;
   qla::gdn::BackwardConfig c = qla::gdn::backwardConfig(p);
-  CHECK(c.str() ==
+  CHECK(c.str() == "dtype=f16 beta=f32 g=f16 K=64 V=128 varlen=1 cu=i64 l2norm=1 initial_state=1 final_state=0 "
+                   "dht=0 dh0=1 fused=1");
+  setenv("QLA_GDN_BWD_FUSED", "0", 1);
+  CHECK(qla::gdn::backwardConfig(p).str() ==
         "dtype=f16 beta=f32 g=f16 K=64 V=128 varlen=1 cu=i64 l2norm=1 initial_state=1 final_state=0 dht=0 dh0=1");
+  unsetenv("QLA_GDN_BWD_FUSED");
   CHECK(c.fwd.gDtype == DType::F16);
   CHECK_FALSE(c.dht);
   CHECK(c.dh0);

@@ -132,10 +132,24 @@ TEST_CASE("GDN backward: checkpoints errors", "[gdn][checkpoints][backward]") {
   BackwardParams p = backwardOf(call(3));
   p.checkpoints = ckpt({12, 8, 128, 128});
   CHECK(err(p) == "<no error>");
-  SECTION("the same workspace as the recompute's") {
+  SECTION("the same workspace as the recompute's (six kernels)") {
+    setenv("QLA_GDN_BWD_FUSED", "0", 1);
     const size_t with = qla::gdn::backwardWorkspaceBytes(p);
     p.checkpoints.reset();
     CHECK(qla::gdn::backwardWorkspaceBytes(p) == with);
+    unsetenv("QLA_GDN_BWD_FUSED");
+  }
+  SECTION("the fused gradient kernel's segments: the model's, not the checkpoints' length") {
+    unsetenv("QLA_GDN_BWD_FUSED");
+    qla::gdn::MachineModel m;
+    m.sms = qla::gdn::deviceSmCount();
+    const qla::gdn::ForwardShape shape{p.q.shape[0], p.q.shape[1], p.v.shape[2], p.q.shape[3], p.v.shape[3], 0};
+    const int64_t model = qla::gdn::fusedBackwardSchedule(shape, m, 0).segChunks;
+    CHECK(qla::gdn::backwardStateGradientSegments(p) == model);
+    CHECK(model != p.segment_chunks);
+    // Without checkpoints segment_chunks forces them.
+    p.checkpoints.reset();
+    CHECK(qla::gdn::backwardStateGradientSegments(p) == p.segment_chunks);
   }
   SECTION("segment_chunks must be the forward's length") {
     for (int64_t S : {0, -1}) {

@@ -1057,7 +1057,7 @@ TEST_CASE("GDN backward: every specialization compiles through the QLA compiler 
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 }
 
-TEST_CASE("GDN backward: the fused gradient kernel's specializations (first version, off by default)",
+TEST_CASE("GDN backward: the fused gradient kernel's specializations (the default where K, V <= 128)",
           "[gdn][kernels][backward]") {
   if (!backwardKernelsPresent()) return;
   // Every configuration the backward takes with V up to 128 (bf16 with hi +
@@ -1109,7 +1109,7 @@ TEST_CASE("GDN backward: the fused gradient kernel's specializations (first vers
   CHECK(n > 0);
 }
 
-// The fused gradient kernel (off by default) still spills; its bar is zero
+// The fused gradient kernel (the backward's default) still spills; its bar is zero
 // (issue 32). A ratchet until then: each of these specializations spills at
 // most what it spilled when last measured (ptxas of CUDA 13.0, 2026-12-05,
 // after the emitter's whole-tile global copies; kernels/gdn/KERNELS.md,

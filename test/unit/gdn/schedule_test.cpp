@@ -362,3 +362,53 @@ TEST_CASE("GDN schedule: memoized per input, the model's constants included", "[
   for (int64_t T = 64; T <= 64 * 5000; T += 64) all = all && same(first[size_t(i++)], qla::gdn::forwardSchedule(shape(1, T, 4, 1), m, 0, 0));
   CHECK(all);
 }
+
+TEST_CASE("GDN backward: the fused gradient kernel's own segments", "[gdn][schedule][backward]") {
+  MachineModel m;  // 132 SMs
+  // 32 v-heads of one 8192-token sequence: 32 CTAs unsplit, each 128 chunk
+  // steps long; four segments of 32 chunks fill the machine in one wave.
+  const Schedule a = qla::gdn::fusedBackwardSchedule(shape(1, 8192, 32), m);
+  CHECK(a.split);
+  CHECK(a.segChunks == 32);
+  CHECK(a.numIds == 4);
+  const Schedule whole = qla::gdn::fusedBackwardSchedule(shape(1, 8192, 32), m, -1);
+  CHECK_FALSE(whole.split);
+  CHECK(whole.segChunks == qla::gdn::kNoSplit);
+  CHECK(whole.numIds == 1);
+  CHECK(a.predictedUs < 0.5 * whole.predictedUs);
+  // The recompute's schedule does not split that shape (its state pass is
+  // some ten times lighter a chunk): the backward's is its own.
+  CHECK_FALSE(qla::gdn::forwardSchedule(shape(1, 8192, 32), m).split);
+  // Enough CTAs already (8 x 32 = 256, two waves): no split.
+  CHECK_FALSE(qla::gdn::fusedBackwardSchedule(shape(8, 1024, 32), m).split);
+  // Few heads, long sequences: many short segments.
+  const Schedule few = qla::gdn::fusedBackwardSchedule(shape(1, 32768, 4), m);
+  CHECK(few.split);
+  CHECK(few.segChunks <= 32);
+  CHECK(few.numIds == cdiv(512, few.segChunks));
+  // Forced and forbidden, as forwardSchedule's force; K = 256 never splits.
+  CHECK(qla::gdn::fusedBackwardSchedule(shape(1, 8192, 32), m, 8).segChunks == 8);
+  CHECK(qla::gdn::fusedBackwardSchedule(shape(1, 8192, 32), m, 8).numIds == 16);
+  ForwardShape k256 = shape(1, 8192, 4);
+  k256.K = 256;
+  CHECK_FALSE(qla::gdn::fusedBackwardSchedule(k256, m).split);
+  // Varlen with known lengths: eight sequences of 16 chunks at 32 heads fill
+  // the machine unsplit; one of 128 chunks among short ones is cut.
+  ForwardShape eight = shape(1, 8192, 32, 8);
+  std::vector<int64_t> cu8;
+  for (int64_t n = 0; n <= 8; ++n) cu8.push_back(n * 1024);
+  qla::gdn::setSequenceChunks(eight, cu8.data());
+  CHECK_FALSE(qla::gdn::fusedBackwardSchedule(eight, m).split);
+  ForwardShape mixed = shape(1, 8192 + 3 * 64, 32, 4);
+  const std::vector<int64_t> cuMixed = {0, 64, 128, 192, 8192 + 192};
+  qla::gdn::setSequenceChunks(mixed, cuMixed.data());
+  const Schedule mx = qla::gdn::fusedBackwardSchedule(mixed, m);
+  CHECK(mx.split);
+  CHECK(mx.segChunks < 128);
+  CHECK(mx.numIds == qla::gdn::segmentIds(mixed, mx.segChunks));
+  // Memoized: the same answer again; another SM count another answer.
+  CHECK(qla::gdn::fusedBackwardSchedule(shape(1, 8192, 32), m).segChunks == a.segChunks);
+  MachineModel big = m;
+  big.sms = 1024;
+  CHECK(qla::gdn::fusedBackwardSchedule(shape(1, 8192, 32), big).segChunks < a.segChunks);
+}

@@ -297,7 +297,10 @@ struct BackwardParams {
   bool state_v_first = false;              // as in ForwardParams: initial_state, dht, dh0 [N, Hv, V, K]
   const int64_t *cu_seqlens_host = nullptr;
   CUstream stream = nullptr;
-  int64_t segment_chunks = 0;              // for the states' recompute, as in ForwardParams
+  // The states' recompute's segments as in ForwardParams (0 the model, -1
+  // none, n > 0 segments of n chunks); it also forces the fused gradient
+  // kernel's state-gradient segments, which its own model picks otherwise.
+  int64_t segment_chunks = 0;
   // The forward's checkpoints (ForwardParams::checkpoints, f32 [NZ, Hv, K,
   // V]), with segment_chunks = the forward's segment length
   // (forwardCheckpointShape): the states' recompute starts each segment
@@ -341,9 +344,9 @@ struct BackwardConfig {
   bool dh0 = false;   // the initial state's gradient is wanted
   int dhBv = 32;      // the V slice of gdn_bwd_dh.qla's CTAs (32 or 64; backwardConfig picks it)
   // gdn_bwd_fused.qla in place of gdn_bwd_dh (pass 2), gdn_bwd_dqk and
-  // gdn_bwd_wy: a first version, off by default (QLA_GDN_BWD_FUSED=1 turns
-  // it); checked against float64 on QLA's CPU simulator (ctest gdn_sim) and
-  // passes the GPU suite (H200), but is slower than the six kernels today.
+  // gdn_bwd_wy, with its own state-gradient segments: the default where K
+  // and V are at most 128 (backwardConfig sets it; QLA_GDN_BWD_FUSED=0, read
+  // at every call, keeps the six kernels).
   bool fused = false;
   bool hilo() const { return recomputeHiLo(fwd.dtype); }  // HILO=1 (above)
   std::string str() const;

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "../../../../kernels/gdn/src/Schedule.h"
 #include "qla/gdn.h"
 #include "qla/gdn_c.h"
 
@@ -84,13 +85,18 @@ struct Problem {
   DType dt = DType::F16;
   std::vector<int64_t> offsets;  // varlen when non-empty (B = 1, T = offsets.back())
   bool l2norm = false, h0 = false, dht = false;
-  int fusedBackward = 0;  // 1: QLA_GDN_BWD_FUSED=1 (gdn_bwd_fused.qla)
+  // 1: the backward's default, gdn_bwd_fused.qla (QLA_GDN_BWD_FUSED unset);
+  // 0: QLA_GDN_BWD_FUSED=0, the six kernels (dh, dqk, wy in its place).
+  int fusedBackward = 0;
   int fusedForward = 0;   // ForwardParams::fused (1: gdn_fwd_fused.qla)
   int betaAct = 0;        // ForwardParams::beta_activation: beta holds logits b, β = betaAct sigmoid(b)
   bool gate = false;      // ForwardParams::use_gate: g holds g_raw, log decay −exp(A_log) softplus(g_raw + dt_bias)
   bool gateBias = true;   // with dt_bias
   bool vFirst = false;    // ForwardParams::state_v_first: the states [N, Hv, V, K]
   int64_t segChunks = 0;  // ForwardParams/BackwardParams::segment_chunks (1: a split at every chunk)
+  // The state gradient's segment length the backward must take (0: not
+  // checked; qla::gdn::kNoSplit: none).
+  int64_t dhSegments = 0;
   int fusedBv = 0;        // QLA_GDN_FUSED_BV: the fused forward's V slice (0: the model's)
   bool pastPool = false;  // serving: the device's slot arrays hold slots past the pool where the tests put -1
   int64_t N() const { return offsets.empty() ? B : int64_t(offsets.size()) - 1; }
@@ -464,10 +470,11 @@ Errors measure(const Problem &pb, bool skipForward, bool measureOnly) {
   if (pb.dht) bp.dht = dht.ref();
   bp.dq = dq.ref(), bp.dk = dk.ref(), bp.dv = dv.ref(), bp.dg = dg.ref(), bp.dbeta = dbeta.ref();
   dq.poison(), dk.poison(), dv.poison(), dg.poison(), dbeta.poison(), dh0.poison(), dalog.poison(), ddtb.poison();
-  if (pb.fusedBackward) setenv("QLA_GDN_BWD_FUSED", "1", 1);
-  else unsetenv("QLA_GDN_BWD_FUSED");
+  if (pb.fusedBackward) unsetenv("QLA_GDN_BWD_FUSED");
+  else setenv("QLA_GDN_BWD_FUSED", "0", 1);
   INFO("backward kernels: " << qla::gdn::backwardConfig(bp).str());
   REQUIRE(qla::gdn::backwardConfig(bp).fused == (pb.fusedBackward != 0));
+  if (pb.dhSegments) CHECK(qla::gdn::backwardStateGradientSegments(bp) == pb.dhSegments);
   {
     Buf ws(qla::gdn::backwardWorkspaceBytes(bp));
     qla::gdn::backward(bp, ws.p, qla::gdn::backwardWorkspaceBytes(bp));
@@ -568,6 +575,14 @@ TEST_CASE("GDN backward on the simulator: the fused gradient kernel", "[gdn][sim
   pb.h0 = pb.dht = true;
   pb.fusedForward = 1;
   pb.fusedBackward = 1;
+  // Three chunks on one v-head: the fused kernel's own split cuts them into
+  // segments of one chunk (pass 1, reverse merge; the forward does not split).
+  pb.dhSegments = 1;
+  runCase(pb);
+  // ... and without a split: one CTA runs the three chunks.
+  pb.name = "fused f16 T=150 K=V=64 h0 dht, no split";
+  pb.segChunks = -1;
+  pb.dhSegments = qla::gdn::kNoSplit;
   runCase(pb);
 }
 
@@ -580,6 +595,7 @@ TEST_CASE("GDN backward on the simulator: the fused gradient kernel, K = V = 128
   pb.Hv = 2;
   pb.h0 = pb.dht = true;
   pb.fusedBackward = 1;
+  pb.dhSegments = 1;
   runCase(pb);
 }
 
