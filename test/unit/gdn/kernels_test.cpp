@@ -1129,19 +1129,19 @@ TEST_CASE("GDN fused gradient kernel: spill bytes no higher than recorded", "[gd
          return f32Gates(c) && c.fwd.dtype == DType::BF16 && c.fwd.K == 128 && c.fwd.V == 128 && c.fwd.varlen &&
                 !c.fwd.l2norm && c.fwd.initialState && c.dht && c.dh0;
        },
-       160},
+       112},
       {"bf16, L2 norm, varlen",
        [&](const BackwardConfig &c) {
          return f32Gates(c) && c.fwd.dtype == DType::BF16 && c.fwd.K == 128 && c.fwd.V == 128 && c.fwd.varlen &&
                 c.fwd.l2norm;
        },
-       372},
+       284},
       {"f16",
        [&](const BackwardConfig &c) {
          return f32Gates(c) && c.fwd.dtype == DType::F16 && c.fwd.K == 128 && c.fwd.V == 128 && !c.fwd.varlen &&
                 !c.fwd.l2norm;
        },
-       296},
+       92},
   };
   for (const Case &cs : cases) {
     INFO(cs.what);
