@@ -17,7 +17,10 @@ default, timed with CUDA events: 2 warm-up steps, then the median over --reps
 of --steps steps. With --graph, --steps steps are captured in one CUDA graph
 and the median replay is reported (QLA's step captures: it skips its host
 check of cu_seqlens while capturing); an implementation whose step cannot be
-captured is timed eager and the JSON's `method` says so.
+captured is timed eager and the JSON's `method` says so. Each implementation's
+step is run once more, eager, for its peak device memory above what was
+allocated before it (torch.cuda.max_memory_allocated: what the forward
+saves, the backward's workspace, the gradients; JSON `peak_mib`).
 
     PYTHONPATH=python:/path/to/fla_src QLA_LIBRARY=build/compiler/libqla.so \\
         python3 bench/gdn_backward.py [--rows hk16_hv32/8k_1seq,...] [--check]
@@ -111,7 +114,7 @@ def write(res, out_dir):
     head = ["row", "Hqk/Hv", "seqs", "QLA ms"] + (["QLA six ms", "fused/six"] if fu else []) + ["FLA ms", "FLA/QLA"]
     if fqm:
         head += ["FlashQLA ms (measured)", "FLA/FlashQLA", "QLA/FlashQLA (measured)"]
-    head += ["FlashQLA published ms", "QLA/FlashQLA"]
+    head += ["FlashQLA published ms", "QLA/FlashQLA", "QLA peak MiB"] + (["FlashQLA peak MiB"] if fqm else [])
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in res["rows"]:
         q, fl, fm = r.get("qla_ms"), r.get("fla_ms"), r.get("flashqla_measured_ms")
@@ -124,7 +127,10 @@ def write(res, out_dir):
         cells += [f"{fl or nan:.3f}", f"{sp:.2f}"]
         if fqm:
             cells += [f"{fm or nan:.3f}", f"{fl / fm if fl and fm else nan:.2f}", f"{q / fm if q and fm else nan:.2f}"]
-        cells += [f"{r['flashqla_ms']:.3f}", f"{vs:.2f}"]
+        pk = r.get("peak_mib", {})
+        cells += [f"{r['flashqla_ms']:.3f}", f"{vs:.2f}", f"{pk.get('qla', nan):.0f}"]
+        if fqm:
+            cells.append(f"{pk.get('flashqla', nan):.0f}")
         lines.append("| " + " | ".join(cells) + " |")
     done = [r for r in res["rows"] if r.get("qla_ms") and r.get("fla_ms")]
     lines += ["", f"Geometric mean over {len(done)} rows: FLA/QLA = "
@@ -138,6 +144,12 @@ def write(res, out_dir):
                   f"{geomean([r['qla_ms'] / r['flashqla_measured_ms'] for r in both]):.3f} (worst "
                   + (f"{worst['qla_ms'] / worst['flashqla_measured_ms']:.3f}, {worst['name']}" if worst else "—")
                   + f"), FLA/FlashQLA = {geomean([r['fla_ms'] / r['flashqla_measured_ms'] for r in flm]):.3f}"]
+        mem = [r for r in res["rows"] if r.get("peak_mib", {}).get("qla") and r["peak_mib"].get("flashqla")]
+        if mem:
+            over = [r["name"] for r in mem if r["peak_mib"]["qla"] > r["peak_mib"]["flashqla"]]
+            lines += ["", f"Peak memory of a step, QLA / FlashQLA, over {len(mem)} rows: worst "
+                      f"{max(r['peak_mib']['qla'] / r['peak_mib']['flashqla'] for r in mem):.2f}, "
+                      f"QLA above FlashQLA on {len(over)}" + (f" ({', '.join(over)})" if over else "")]
     if fu:
         fr = [r for r in res["rows"] if r.get("qla_ms") and r.get("qla_six_ms")]
         slower = [r["name"] for r in fr if r["qla_ms"] > r["qla_six_ms"]]
@@ -232,7 +244,21 @@ def main():
             o, ht = fn(*leaves[:5], initial_state=leaves[5], output_final_state=True, cu_seqlens=cu)
             torch.autograd.backward([o, ht], [do, dht])
 
+        def peak(fn, cu, key):
+            """The step's peak device memory above what is allocated before it
+            (what the forward saves, the backward's workspace and the gradients),
+            MiB, from torch.cuda.max_memory_allocated around one eager step."""
+            for x in leaves:
+                x.grad = None
+            torch.cuda.synchronize()
+            base = torch.cuda.memory_allocated()
+            torch.cuda.reset_peak_memory_stats()
+            step(fn, cu)
+            torch.cuda.synchronize()
+            r.setdefault("peak_mib", {})[key] = (torch.cuda.max_memory_allocated() - base) / 2**20
+
         def timed(fn, cu, key):
+            peak(fn, cu, key)
             if args.graph:
                 try:
                     ms = time_graph(lambda: step(fn, cu), calls=args.steps, replays=max(args.reps, 5))[0]

@@ -35,8 +35,11 @@ constexpr const char *kFusedBwdFile = "gdn_bwd_fused.qla";
 // history): this rule picks the faster slice on every row but one tie (2/4
 // 8k_2seq, 0.995).
 // Segments: the split's real ones, max(N, chunks / segment length) (cu_seqlens'
-// values are not looked at), or one per sequence. QLA_GDN_DH_BV=32 or 64
-// forces the slice (experiments).
+// values are not looked at), or one per sequence; on the fused gradient
+// kernel's path the split is its own (dhScheduleOf), and the slice is its
+// pass 1's (H100, 2026-12-05: 16/32 1x8192 in segments of 32 chunks, 0.244
+// ms in 32-wide slices, 0.226 in 64-wide; 2/4 1x32768 0.170 both).
+// QLA_GDN_DH_BV=32 or 64 forces the slice (experiments).
 int dhSliceOf(const BackwardParams &p, const Schedule &sch, int sms) {
   const int64_t B = p.q.shape[0], T = p.q.shape[1], Hv = p.v.shape[2], V = p.v.shape[3];
   const char *e = std::getenv("QLA_GDN_DH_BV");
@@ -614,7 +617,7 @@ BackwardConfig backwardConfig(const BackwardParams &p) {
                       (!p.cu_seqlens || p.cu_seqlens->shape.size() == 1);
   if (shaped) {
     const int sms = deviceSmCount();
-    c.dhBv = dhSliceOf(p, backwardSchedule(p, sms), sms);
+    c.dhBv = dhSliceOf(p, dhScheduleOf(p, backwardSchedule(p, sms)), sms);
   }
   // The fused gradient kernel, where asked for and its first version takes
   // the call.
