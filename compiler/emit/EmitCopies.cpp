@@ -218,6 +218,34 @@ LogicalResult Emitter::emitLoad(LoadOp op) {
                         /*store=*/false, op.getTranspose());
 }
 
+// An L2 prefetch of a 1-D or 2-D slice: the slice's in-range rectangle
+// (openTileAccess's bounds, clamped to the slice) goes to
+// qla::dev::prefetch_rows_l2 (qla/device/prefetch.cuh), in which the group's
+// threads share its rows' 128-byte lines; nothing is touched where a
+// dropped dim is out of range, and nothing waits.
+LogicalResult Emitter::emitPrefetch(PrefetchOp op) {
+  auto shape = op.getShape();
+  const int64_t eb = elementBytes(op.getSrc().getType().getElementType());
+  const bool twoD = shape.size() == 2;
+  const int64_t rows = twoD ? shape[0] : 1, cols = shape.back();
+  const int64_t nthreads = (group().end - group().begin + 1) * 128;
+  line("{");
+  ++indent_;
+  TileAccess a = openTileAccess(op.getSrc(), op.getOffsets(), op.getDropped(), op.getLimits(), op.getLimitDims(),
+                                /*forWrite=*/false);
+  auto lo = [&](size_t k) { return fmt::format("max({}, 0)", a.lo[k]); };
+  auto hi = [&](size_t k, int64_t n) { return fmt::format("min({}, {})", a.hi[k], n); };
+  const size_t c = twoD ? 1 : 0;
+  line(fmt::format("if ({}) qla::dev::prefetch_rows_l2(reinterpret_cast<const char*>({}), {}, {} * {}, {}, {}, {}, {}, "
+                   "(int)threadIdx.x - {}, {});",
+                   a.ok, a.ptr, twoD ? fmt::format("{} * {}", a.stride[0], eb) : std::string("0LL"), a.stride[c], eb,
+                   twoD ? lo(0) : std::string("0"), twoD ? hi(0, rows) : std::string("1"), lo(c), hi(c, cols),
+                   group().begin * 128, nthreads));
+  --indent_;
+  line("}");
+  return success();
+}
+
 LogicalResult Emitter::emitStore(StoreOp op) {
   Type gt = op.getDst().getType().getElementType();
   std::string g = name(op.getDst());

@@ -453,6 +453,7 @@ LogicalResult Emitter::emitOpCode(Operation *op) {
   if (auto a = dyn_cast<AllocFragOp>(op)) return emitAllocFrag(a);
   if (auto o = dyn_cast<FillOp>(op)) return emitFill(o);
   if (auto o = dyn_cast<LoadOp>(op)) return emitLoad(o);
+  if (auto o = dyn_cast<PrefetchOp>(op)) return emitPrefetch(o);
   if (auto o = dyn_cast<StoreOp>(op)) return emitStore(o);
   if (auto o = dyn_cast<CopyOp>(op)) return emitCopy(o);
   if (auto o = dyn_cast<CastOp>(op)) return emitCast(o);

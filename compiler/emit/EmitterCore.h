@@ -88,6 +88,7 @@ class Emitter {
   mlir::LogicalResult emitAllocFrag(mlir::qla::AllocFragOp op);
   mlir::LogicalResult emitFill(mlir::qla::FillOp op);
   mlir::LogicalResult emitLoad(mlir::qla::LoadOp op);
+  mlir::LogicalResult emitPrefetch(mlir::qla::PrefetchOp op);
   mlir::LogicalResult emitStore(mlir::qla::StoreOp op);
   mlir::LogicalResult emitCopy(mlir::qla::CopyOp op);
   mlir::LogicalResult emitSharedCopy(mlir::qla::CopyOp op);

@@ -458,6 +458,11 @@ class Dumper {
       line(ind, "copy " + ref(x.src) + " -> " + ref(x.dst) + " (" + copyKindStr(x.copyKind) + (sh.empty() ? "" : " " + sh) + ")");
       return;
     }
+    case StmtKind::Prefetch: {
+      auto &x = static_cast<const PrefetchStmt &>(s);
+      line(ind, "prefetch " + ref(x.src) + " (" + shapeStr(x.src.sliceShape) + ")");
+      return;
+    }
     case StmtKind::Gemm: {
       auto &x = static_cast<const GemmStmt &>(s);
       auto operand = [](const GemmOperand &o) {

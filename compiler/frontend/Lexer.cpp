@@ -36,6 +36,7 @@ const std::unordered_map<std::string, Tok> &keywords() {
       {"min", Tok::KwMin},           {"var", Tok::KwVar},
       {"until", Tok::KwUntil},       {"inv_unit_lower", Tok::KwInvUnitLower},
       {"fn", Tok::KwFn},             {"include", Tok::KwInclude},
+      {"prefetch", Tok::KwPrefetch},
   };
   return kw;
 }

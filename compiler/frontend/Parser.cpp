@@ -436,6 +436,7 @@ class Parser {
     case Tok::KwShared: return parseShared();
     case Tok::KwFrag: return parseFrag();
     case Tok::KwCopy: return parseCopy();
+    case Tok::KwPrefetch: return parsePrefetch();
     case Tok::KwFor: return ahead(1).kind == Tok::LParen ? parseParallel() : parseFor();
     case Tok::KwPipeline: return parsePipeline();
     case Tok::KwIf: return parseIf();
@@ -607,6 +608,12 @@ class Parser {
     parseRef(s->src);
     expect(Tok::Arrow, "between the source and destination of 'copy'");
     parseRef(s->dst);
+    return s;
+  }
+
+  StmtPtr parsePrefetch() {
+    auto s = std::make_unique<PrefetchStmt>(take().loc);
+    parseRef(s->src);
     return s;
   }
 

@@ -82,6 +82,7 @@ class Sema {
   void checkFragInit(FragDecl &target, FragInit &fi);
   FragDecl *resolveFrag(const std::string &name, const SourceLoc &loc, const std::string &what);
   void checkCopy(CopyStmt &s);
+  void checkPrefetch(PrefetchStmt &s);
   enum class Side { Global, Shared, Frag, Bad };
   Side checkRef(TileRef &r);
   void checkGemm(GemmStmt &s);

@@ -75,6 +75,7 @@ void Sema::checkStmt(StmtPtr &sp) {
   case StmtKind::Shared: return checkShared(static_cast<SharedDecl &>(s));
   case StmtKind::Frag: return checkFrag(static_cast<FragDecl &>(s));
   case StmtKind::Copy: return checkCopy(static_cast<CopyStmt &>(s));
+  case StmtKind::Prefetch: return checkPrefetch(static_cast<PrefetchStmt &>(s));
   case StmtKind::Gemm: return checkGemm(static_cast<GemmStmt &>(s));
   case StmtKind::FragAssign: return checkFragAssign(static_cast<FragAssignStmt &>(s));
   case StmtKind::For: return checkFor(static_cast<ForStmt &>(s));
@@ -387,6 +388,27 @@ Sema::Side Sema::checkRef(TileRef &r) {
     return Side::Bad;
   }
   return errors_ == before ? Side::Global : Side::Bad;
+}
+
+// prefetch G[...]: a global tensor's slice of one or two dims after the
+// single-index ones (its rows are what the threads share).
+void Sema::checkPrefetch(PrefetchStmt &s) {
+  TileRef &r = s.src;
+  if (!r.sliced) {
+    Decl *d = lookup(r.name);
+    if (d && d->declKind != DeclKind::TensorArg)
+      return error(r.loc, "prefetch takes a global tensor's slice, NAME[start :+ extent, ...]; '" + r.name + "' is " +
+                              describe(d));
+  }
+  Side side = checkRef(r);
+  if (side == Side::Bad) return;
+  if (side != Side::Global)
+    return error(r.loc, "prefetch takes a global tensor's slice, NAME[start :+ extent, ...]; '" + r.name + "' is " +
+                            describe(r.decl));
+  if (r.transposed) return error(r.transposeLoc, "'^T' transposes a fragment; a prefetch reads into no fragment");
+  if (r.sliceShape.empty() || r.sliceShape.size() > 2)
+    return error(r.loc, "prefetch takes a 1-D or 2-D slice (after the dims indexed by one element); '" + r.name +
+                            "' is sliced to " + shapeString(r.sliceShape));
 }
 
 void Sema::checkCopy(CopyStmt &s) {

@@ -97,6 +97,7 @@ class IRGen {
   void genStmt(const fe::Stmt &s);
   void genFragInit(Value frag, const fe::FragInit &init, const fe::SourceLoc &at);
   void genCopy(const fe::CopyStmt &c);
+  void genPrefetch(const fe::PrefetchStmt &p);
   SmallVector<Value> sliceStarts(const fe::TileRef &r);
   Type tileType(const fe::TileDecl &t);
 };
@@ -317,6 +318,19 @@ void IRGen::genCopy(const fe::CopyStmt &c) {
   }
 }
 
+void IRGen::genPrefetch(const fe::PrefetchStmt &p) {
+  Value g = lookup(p.src.tensor(), p.src.loc);
+  SmallVector<Value> off = sliceStarts(p.src);
+  if (!g || llvm::any_of(off, [](Value v) { return !v; })) return;
+  SmallVector<Value> lim;
+  SmallVector<int64_t> limDims;
+  sliceLimits(*this, p.src, lim, limDims, [&](const fe::Expr &x) { return genExpr(x); });
+  if (llvm::any_of(lim, [](Value v) { return !v; })) return;
+  SmallVector<int64_t> dropped(p.src.droppedDims.begin(), p.src.droppedDims.end());
+  PrefetchOp::create(b_, loc(p.loc), g, off, lim, b_.getDenseI64ArrayAttr(p.src.sliceShape),
+                     b_.getDenseI64ArrayAttr(dropped), b_.getDenseI64ArrayAttr(limDims));
+}
+
 void IRGen::genFragInit(Value frag, const fe::FragInit &init, const fe::SourceLoc &at) {
   Location l = loc(init.loc.line ? init.loc : at);
   using K = fe::FragInit::Kind;
@@ -391,6 +405,7 @@ void IRGen::genStmt(const fe::Stmt &s) {
       return;
     }
     case SK::Copy: return genCopy(static_cast<const fe::CopyStmt &>(s));
+    case SK::Prefetch: return genPrefetch(static_cast<const fe::PrefetchStmt &>(s));
     case SK::Gemm: {
       auto &g = static_cast<const fe::GemmStmt &>(s);
       Value a = lookup(g.a.decl, g.a.loc), bb = lookup(g.b.decl, g.b.loc), c = lookup(g.c, s.loc);

@@ -115,6 +115,23 @@ LogicalResult StoreOp::verify() {
   return success();
 }
 
+LogicalResult PrefetchOp::verify() {
+  auto g = getSrc().getType();
+  if (failed(verifyLimits(*this, getLimits().size(), getLimitDims(), g.getRank()))) return failure();
+  if (getOffsets().size() != g.getRank())
+    return emitOpError("needs one offset per tensor dim: ") << g.getRank() << " dims, " << getOffsets().size()
+                                                            << " offsets";
+  for (int64_t d : getDropped())
+    if (d < 0 || d >= (int64_t)g.getRank()) return emitOpError("dropped dim ") << d << " out of range";
+  const size_t kept = g.getRank() - getDropped().size();
+  if (getShape().size() != kept)
+    return emitOpError("slice keeps ") << kept << " dim(s) but its shape has " << getShape().size();
+  if (kept < 1 || kept > 2) return emitOpError("prefetches a 1-D or 2-D slice, not ") << kept << "-D";
+  for (int64_t e : getShape())
+    if (e < 1) return emitOpError("slice extents must be positive, got ") << e;
+  return success();
+}
+
 LogicalResult CopyOp::verify() {
   Type s = getSrc().getType(), d = getDst().getType();
   if (isa<FragType>(s) && isa<FragType>(d))

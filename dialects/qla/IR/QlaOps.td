@@ -91,6 +91,27 @@ def Qla_StoreOp : Qla_Op<"store", [AttrSizedOperandSegments]> {
   let hasVerifier = 1;
 }
 
+def Qla_PrefetchOp : Qla_Op<"prefetch", [AttrSizedOperandSegments]> {
+  let summary = "a hint: bring a slice of a global tensor into the L2 cache";
+  let description = [{
+    `qla.prefetch %Q[%b, %t0, %h, %c0] {shape = array<i64: 64, 128>, dropped = array<i64: 0, 2>} : !qla.global<bf16, 4>`
+    asks the memory system to fetch the box starting at the offsets, of
+    extents `shape` along the dims not in `dropped`, into L2: the role's
+    threads each take some of its rows and prefetch every 128-byte line of
+    them (`prefetch.global.L2`). Nothing is read into a tile and nothing
+    waits: a later load of the same box (a TMA copy into a channel slot, say)
+    finds it in L2. Elements outside the tensor or at or past `limits[k]`
+    along global dim `limitDims[k]` are not touched. No effect on the
+    simulator.
+  }];
+  let arguments = (ins Qla_GlobalType:$src, Variadic<Index>:$offsets, Variadic<Index>:$limits,
+                       DenseI64ArrayAttr:$shape,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$dropped,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$limitDims);
+  let assemblyFormat = "$src `[` $offsets `]` (`until` `[` $limits^ `]`)? attr-dict `:` type($src)";
+  let hasVerifier = 1;
+}
+
 def Qla_CopyOp : Qla_Op<"copy"> {
   let summary = "copy between a shared tile and a fragment";
   let description = [{

@@ -146,3 +146,43 @@ func.func @inv_f16_operands_not_64() {
   qla.inv_unit_lower %l -> %l {f16_operands} : !qla.frag<128x128xf32> -> !qla.frag<128x128xf32>
   return
 }
+
+// -----
+
+func.func @prefetch_offsets(%A: !qla.global<bf16, 2>, %i: index) {
+  // expected-error @+1 {{'qla.prefetch' op needs one offset per tensor dim: 2 dims, 1 offsets}}
+  qla.prefetch %A[%i] {shape = array<i64: 64, 64>} : !qla.global<bf16, 2>
+  return
+}
+
+// -----
+
+func.func @prefetch_shape(%A: !qla.global<bf16, 3>, %i: index) {
+  // expected-error @+1 {{'qla.prefetch' op slice keeps 2 dim(s) but its shape has 1}}
+  qla.prefetch %A[%i, %i, %i] {shape = array<i64: 64>, dropped = array<i64: 0>} : !qla.global<bf16, 3>
+  return
+}
+
+// -----
+
+func.func @prefetch_rank(%A: !qla.global<bf16, 3>, %i: index) {
+  // expected-error @+1 {{'qla.prefetch' op prefetches a 1-D or 2-D slice, not 3-D}}
+  qla.prefetch %A[%i, %i, %i] {shape = array<i64: 2, 64, 64>} : !qla.global<bf16, 3>
+  return
+}
+
+// -----
+
+func.func @prefetch_limits(%A: !qla.global<bf16, 2>, %i: index) {
+  // expected-error @+1 {{'qla.prefetch' op needs one limit per entry of limitDims}}
+  qla.prefetch %A[%i, %i] until [%i] {shape = array<i64: 64, 64>} : !qla.global<bf16, 2>
+  return
+}
+
+// -----
+
+func.func @prefetch_dropped(%A: !qla.global<bf16, 2>, %i: index) {
+  // expected-error @+1 {{'qla.prefetch' op dropped dim 2 out of range}}
+  qla.prefetch %A[%i, %i] {shape = array<i64: 64>, dropped = array<i64: 2>} : !qla.global<bf16, 2>
+  return
+}

@@ -68,3 +68,14 @@ func.func @bounded(%A: !qla.global<bf16, 2>, %i: index, %eos: index) {
   qla.store %s -> %A[%i, %i] : !qla.smem<64x64xbf16> -> !qla.global<bf16, 2>
   return
 }
+
+// qla.prefetch: a 2-D slice of a 4-D tensor with a limit, and a 1-D one.
+// CHECK-LABEL: func.func @prefetch
+// CHECK-SAME: (%[[Q:[^:]*]]: !qla.global<bf16, 4>, %[[P:[^:]*]]: !qla.global<f32, 1>, %[[I:[^:]*]]: index, %[[EOS:[^:]*]]: index)
+func.func @prefetch(%Q: !qla.global<bf16, 4>, %P: !qla.global<f32, 1>, %i: index, %eos: index) {
+  // CHECK: qla.prefetch %[[Q]][%[[I]], %[[I]], %[[I]], %[[I]]] until{{ ?}}[%[[EOS]]] {dropped = array<i64: 0, 2>, limitDims = array<i64: 1>, shape = array<i64: 64, 128>} : <bf16, 4>
+  qla.prefetch %Q[%i, %i, %i, %i] until [%eos] {shape = array<i64: 64, 128>, dropped = array<i64: 0, 2>, limitDims = array<i64: 1>} : !qla.global<bf16, 4>
+  // CHECK-NEXT: qla.prefetch %[[P]][%[[I]]] {shape = array<i64: 64>} : <f32, 1>
+  qla.prefetch %P[%i] {shape = array<i64: 64>} : !qla.global<f32, 1>
+  return
+}

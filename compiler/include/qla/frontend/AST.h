@@ -450,8 +450,9 @@ struct TileDecl : Decl {
 enum class StmtKind : uint8_t {
   Let, Shared, Frag, Copy, Gemm, FragAssign, For, Pipeline, Parallel, ElemAssign, If,
   Role, Channel, Put, Get,
-  Var,     // VarDecl: var NAME = init
-  Assign,  // AssignStmt: NAME op= value on a var
+  Var,       // VarDecl: var NAME = init
+  Assign,    // AssignStmt: NAME op= value on a var
+  Prefetch,  // PrefetchStmt: prefetch SLICE
 };
 
 struct Stmt {
@@ -609,6 +610,15 @@ struct CopyStmt : Stmt {
   bool transposed() const { return src.transposed || dst.transposed; }
   CopyStmt(SourceLoc l) : Stmt(StmtKind::Copy, std::move(l)) {}
   static bool classof(const Stmt *s) { return s->kind == StmtKind::Copy; }
+};
+
+// prefetch G[...]: a hint that brings a global tensor's slice (1-D or 2-D
+// after the single-index dims) into the L2 cache; the role's threads share
+// its rows. Nothing waits for it and nothing reads it into a tile.
+struct PrefetchStmt : Stmt {
+  TileRef src;
+  PrefetchStmt(SourceLoc l) : Stmt(StmtKind::Prefetch, std::move(l)) {}
+  static bool classof(const Stmt *s) { return s->kind == StmtKind::Prefetch; }
 };
 
 struct GemmOperand {

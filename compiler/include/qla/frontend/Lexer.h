@@ -22,6 +22,7 @@ enum class Tok : uint8_t {
   KwIn, KwPipeline, KwStages, KwUnroll, KwParallel, KwRole, KwWarpgroup, KwWarpgroups,
   KwRegs, KwChannel, KwDepth, KwPut, KwGet, KwIf, KwElse, KwReduce, KwScan, KwCast,
   KwTrue, KwFalse, KwOut, KwDim, KwBlock, KwMax, KwMin, KwVar, KwUntil, KwFn, KwInclude, KwInvUnitLower,
+  KwPrefetch,
   // punctuation
   LParen, RParen, LBracket, RBracket, LBrace, RBrace, Less, Greater, Comma, Colon, Semi,
   Dot, DotDot, ColonPlus, Arrow, CaretT, Assign, PlusAssign, MinusAssign, StarAssign,
@@ -30,7 +31,7 @@ enum class Tok : uint8_t {
 };
 
 // Keywords are the contiguous range KwKernel .. kLastKeyword.
-constexpr Tok kLastKeyword = Tok::KwInvUnitLower;
+constexpr Tok kLastKeyword = Tok::KwPrefetch;
 inline bool isKeyword(Tok t) { return t >= Tok::KwKernel && t <= kLastKeyword; }
 
 // How a token kind is spelled in messages: "'kernel'", "'->'", "identifier", ...

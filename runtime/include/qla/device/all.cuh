@@ -6,6 +6,7 @@
 #include "qla/device/sync.cuh"
 #include "qla/device/mbarrier.cuh"
 #include "qla/device/tma.cuh"
+#include "qla/device/prefetch.cuh"
 #include "qla/device/wgmma.cuh"
 #include "qla/device/ldstmatrix.cuh"
 #include "qla/device/mma_sync.cuh"

@@ -433,6 +433,12 @@ inline int thread_index_in_warpgroup() { return int(threadIdx.x % 128u); }
 inline void named_barrier_sync(int id, int n) { sim::namedBarrier(id, n, true); }
 inline void named_barrier_arrive(int id, int n) { sim::namedBarrier(id, n, false); }
 inline void fence_proxy_async_shared() {}
+inline void prefetch_l2(const void *) {}  // prefetch.cuh: a hint, nothing to simulate
+}  // namespace dev
+}  // namespace qla
+#include "qla/device/prefetch.cuh"
+namespace qla {
+namespace dev {
 inline void fence_mbarrier_init() {}
 inline void fence_acq_rel_cta() {}
 inline u32 cluster_ctarank() { return 0; }

@@ -81,8 +81,10 @@ inline uint4 &uint4::operator=(const uint4 &o) {
   return *this;
 }
 
-// CUDA's integer min (the bounds of a copy with an `until` limit).
+// CUDA's integer min and max (the bounds of a copy with an `until` limit, a
+// prefetch's columns).
 inline int min(int a, int b) { return a < b ? a : b; }
+inline int max(int a, int b) { return a > b ? a : b; }
 inline void __syncwarp() {}
 
 // The RUN lines rewrite every `const bool tvec_N = COND;` of the kernel (a
