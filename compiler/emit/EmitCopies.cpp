@@ -218,17 +218,54 @@ LogicalResult Emitter::emitLoad(LoadOp op) {
                         /*store=*/false, op.getTranspose());
 }
 
-// An L2 prefetch of a 1-D or 2-D slice: the slice's in-range rectangle
-// (openTileAccess's bounds, clamped to the slice) goes to
-// qla::dev::prefetch_rows_l2 (qla/device/prefetch.cuh), in which the group's
-// threads share its rows' 128-byte lines; nothing is touched where a
-// dropped dim is out of range, and nothing waits.
+// An L2 prefetch of a 1-D or 2-D slice: by TMA through a load's tensor map
+// (below), else the slice's in-range rectangle (openTileAccess's bounds,
+// clamped to the slice) goes to qla::dev::prefetch_rows_l2
+// (qla/device/prefetch.cuh), in which the group's threads share its rows'
+// 128-byte lines; nothing is touched where a dropped dim is out of range,
+// and nothing waits.
 LogicalResult Emitter::emitPrefetch(PrefetchOp op) {
   auto shape = op.getShape();
   const int64_t eb = elementBytes(op.getSrc().getType().getElementType());
   const bool twoD = shape.size() == 2;
   const int64_t rows = twoD ? shape[0] : 1, cols = shape.back();
   const int64_t nthreads = (group().end - group().begin + 1) * 128;
+  // By TMA where a load of the kernel (emitted before this prefetch) has a
+  // tensor map of the same tensor whose box tiles the slice (a dropped dim's
+  // extent 1, the slice's rows, a divisor of its columns): one thread of the
+  // group issues a tensor prefetch per box, a few instructions whatever the
+  // slice's size; the box's rows past an `until` limit but inside the tensor
+  // are fetched too (a hint), those outside it are not (TMA's bounds).
+  const int ti = tensorIndex(op.getSrc());
+  const int64_t rank = op.getSrc().getType().getRank();
+  for (const TmaParam &p : tmaParams_) {
+    if (p.tensor != ti || p.optional || (int64_t)p.box.size() != rank) continue;
+    bool tiles = true;
+    for (int64_t d = 0, k = 0; d < rank && tiles; ++d) {
+      if (llvm::is_contained(op.getDropped(), d)) {
+        tiles = p.box[d] == 1;
+        continue;
+      }
+      const int64_t want = shape[k++];
+      tiles = k == (int64_t)shape.size() ? p.box[d] >= 1 && want % p.box[d] == 0 : p.box[d] == want;
+    }
+    if (!tiles) continue;
+    const int64_t blockCols = p.box.back();
+    line(fmt::format("if (threadIdx.x == {}) {{", group().begin * 128));
+    ++indent_;
+    for (int64_t b = 0; b < cols / blockCols; ++b) {
+      std::string call = fmt::format("qla::dev::tma_prefetch_{}d(&{}", rank, p.name);
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        std::string c = name(op.getOffsets()[d]);
+        if (d == rank - 1 && b) c += fmt::format(" + {}", b * blockCols);
+        call += ", " + c;
+      }
+      line(call + ");");
+    }
+    --indent_;
+    line("}");
+    return success();
+  }
   line("{");
   ++indent_;
   TileAccess a = openTileAccess(op.getSrc(), op.getOffsets(), op.getDropped(), op.getLimits(), op.getLimitDims(),

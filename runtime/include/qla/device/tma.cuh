@@ -105,6 +105,36 @@ __device__ __forceinline__ void tma_load_4d_multicast(void* smem_dst, const Tens
       : "memory");
 }
 
+// --------------------------------------------------------------- prefetch
+// A tensor prefetch into L2 of the box at the coordinates (innermost first),
+// through a map a TMA load uses: a hint, nothing written, nothing to wait for.
+__device__ __forceinline__ void tma_prefetch_1d(const TensorMap* map, int c0) {
+  asm volatile("cp.async.bulk.prefetch.tensor.1d.L2.global.tile [%0, {%1}];" ::"l"(detail::tmap_addr(map)), "r"(c0)
+               : "memory");
+}
+__device__ __forceinline__ void tma_prefetch_2d(const TensorMap* map, int c0, int c1) {
+  asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];" ::"l"(detail::tmap_addr(map)),
+               "r"(c0), "r"(c1)
+               : "memory");
+}
+__device__ __forceinline__ void tma_prefetch_3d(const TensorMap* map, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.prefetch.tensor.3d.L2.global.tile [%0, {%1, %2, %3}];" ::"l"(detail::tmap_addr(map)),
+               "r"(c0), "r"(c1), "r"(c2)
+               : "memory");
+}
+__device__ __forceinline__ void tma_prefetch_4d(const TensorMap* map, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.async.bulk.prefetch.tensor.4d.L2.global.tile [%0, {%1, %2, %3, %4}];" ::"l"(
+                   detail::tmap_addr(map)),
+               "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+               : "memory");
+}
+__device__ __forceinline__ void tma_prefetch_5d(const TensorMap* map, int c0, int c1, int c2, int c3, int c4) {
+  asm volatile("cp.async.bulk.prefetch.tensor.5d.L2.global.tile [%0, {%1, %2, %3, %4, %5}];" ::"l"(
+                   detail::tmap_addr(map)),
+               "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4)
+               : "memory");
+}
+
 // --------------------------------------------------------------- stores
 // smem -> global, tracked by bulk async-groups: tma_store_commit() closes the
 // group of stores issued so far by this thread, tma_store_wait<N>() waits

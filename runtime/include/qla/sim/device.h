@@ -699,6 +699,12 @@ inline void retireStores(int keep) {
 namespace dev {
 
 inline void prefetch_tensormap(const TensorMap *) {}
+// tma.cuh's tensor prefetches: hints, nothing to simulate.
+inline void tma_prefetch_1d(const TensorMap *, int) {}
+inline void tma_prefetch_2d(const TensorMap *, int, int) {}
+inline void tma_prefetch_3d(const TensorMap *, int, int, int) {}
+inline void tma_prefetch_4d(const TensorMap *, int, int, int, int) {}
+inline void tma_prefetch_5d(const TensorMap *, int, int, int, int, int) {}
 inline void tma_load_1d(void *d, const TensorMap *m, u64 *b, int c0) {
   const int c[] = {c0};
   sim::tmaLoad(d, m, b, 1, c);
