@@ -644,6 +644,16 @@ void checkCheckpoints(const TensorRef &c, const std::vector<int64_t> &want, cons
   op::checkLayout("checkpoints", view(c), true);
 }
 
+void logPlan(const std::string &line) {
+  if (!rt::logEnabled(rt::LogLevel::Debug)) {
+    static std::mutex mu;
+    static std::set<std::string> seen;
+    std::lock_guard<std::mutex> lock(mu);
+    if (!seen.insert(line).second) return;
+  }
+  rt::logMessage(rt::LogLevel::Info, line);
+}
+
 }  // namespace detail
 
 using namespace detail;
@@ -981,18 +991,10 @@ LaunchPlan makeLaunchPlan(const ForwardParams &p, void *workspace, size_t worksp
   return lp;
 }
 
-// The plan in the log: at QLA_LOG=info the first call of each shape and
-// choice (a process-wide set of the lines already written), at debug every call.
+// The plan in the log (detail::logPlan).
 void logSchedule(const ForwardParams &p, const Schedule &s) {
   if (!rt::logEnabled(rt::LogLevel::Info)) return;
-  const std::string line = "gdn forward " + describeSchedule(shapeOf(p), s);
-  if (!rt::logEnabled(rt::LogLevel::Debug)) {
-    static std::mutex mu;
-    static std::set<std::string> seen;
-    std::lock_guard<std::mutex> lock(mu);
-    if (!seen.insert(line).second) return;
-  }
-  rt::logMessage(rt::LogLevel::Info, line);
+  detail::logPlan("gdn forward " + describeSchedule(shapeOf(p), s));
 }
 
 void launchForward(const ForwardParams &p, void *workspace, size_t workspaceBytes) {

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <mutex>
-#include <set>
 #include <sstream>
 
 #include "GdnInternal.h"
@@ -373,13 +372,7 @@ void logStateGradientSchedule(const BackwardParams &p, const BackwardLayout &l) 
   std::string line = std::string(head) + tail;
   if (d.split && fusedPathTaken(p) && s.numSequences > 1)
     line += s.longestChunks > 0 ? " (lengths known)" : " (lengths unknown)";
-  if (!rt::logEnabled(rt::LogLevel::Debug)) {
-    static std::mutex mu;
-    static std::set<std::string> seen;
-    std::lock_guard<std::mutex> lock(mu);
-    if (!seen.insert(line).second) return;
-  }
-  rt::logMessage(rt::LogLevel::Info, line);
+  detail::logPlan(line);
 }
 
 // p validated, workspace checked against l = layoutOf(p).
