@@ -65,11 +65,14 @@ bool fusedBackwardRequested() {
   return !(e && std::string(e) == "0");
 }
 
+// The head sizes gdn_bwd_fused.qla takes (fusedBackwardEligible).
+bool fusedBackwardTakes(int64_t K, int64_t V) { return K <= 128 && V <= 128; }
+
 // The fused gradient kernel takes the call (backwardConfig's c.fused, from
 // the shapes alone).
 bool fusedPathTaken(const BackwardParams &p) {
-  return fusedBackwardRequested() && p.q.shape.size() == 4 && p.v.shape.size() == 4 && p.q.shape[3] <= 128 &&
-         p.v.shape[3] <= 128;
+  return fusedBackwardRequested() && p.q.shape.size() == 4 && p.v.shape.size() == 4 &&
+         fusedBackwardTakes(p.q.shape[3], p.v.shape[3]);
 }
 
 ForwardParams forwardPart(const BackwardParams &p) {
@@ -350,28 +353,20 @@ op::Signature dhSignature(const ForwardConfig &fc) {
 // (4 segment ids); model 947 us".
 void logStateGradientSchedule(const BackwardParams &p, const BackwardLayout &l) {
   if (!rt::logEnabled(rt::LogLevel::Info)) return;
-  const ForwardShape s = shapeOf(forwardPart(p));
   const Schedule &d = l.dhSched;
-  std::string tail;
+  std::string line = "gdn backward " + describeShape(shapeOf(forwardPart(p)));
   if (fusedPathTaken(p)) {
-    tail = "fused gradient kernel, state gradient ";
-    tail += d.split ? "in segments of " + std::to_string(d.segChunks) + " chunks (" + std::to_string(d.numIds) +
+    line += "fused gradient kernel, state gradient ";
+    line += d.split ? "in segments of " + std::to_string(d.segChunks) + " chunks (" + std::to_string(d.numIds) +
                           " segment ids)"
                     : std::string("unsplit");
     char model[48];
     std::snprintf(model, sizeof model, "; model %.0f us", d.predictedUs);
-    tail += model;
+    line += model;
   } else {
-    tail = "dh, dqk, wy kernels, state gradient ";
-    tail += d.split ? "in the recompute's segments of " + std::to_string(d.segChunks) + " chunks" : "unsplit";
+    line += "dh, dqk, wy kernels, state gradient ";
+    line += d.split ? "in the recompute's segments of " + std::to_string(d.segChunks) + " chunks" : "unsplit";
   }
-  char head[128];
-  std::snprintf(head, sizeof head, "gdn backward B=%lld T=%lld Hv=%lld K=%lld V=%lld N=%lld: ", (long long)s.B,
-                (long long)s.T, (long long)s.Hv, (long long)s.K, (long long)s.V,
-                (long long)(s.numSequences > 0 ? s.numSequences : s.B));
-  std::string line = std::string(head) + tail;
-  if (d.split && fusedPathTaken(p) && s.numSequences > 1)
-    line += s.longestChunks > 0 ? " (lengths known)" : " (lengths unknown)";
   detail::logPlan(line);
 }
 
@@ -620,7 +615,7 @@ BackwardConfig backwardConfig(const BackwardParams &p) {
 
 // Every configuration the backward takes with V up to 128 (f16, and bf16
 // with the recompute's V_new and its own dQK as hi + lo pairs, HILO).
-bool fusedBackwardEligible(const BackwardConfig &c) { return c.fwd.K <= 128 && c.fwd.V <= 128; }
+bool fusedBackwardEligible(const BackwardConfig &c) { return fusedBackwardTakes(c.fwd.K, c.fwd.V); }
 
 std::string BackwardConfig::str() const {
   std::ostringstream s;

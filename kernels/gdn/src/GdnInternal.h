@@ -114,11 +114,11 @@ BackwardParams optionsPart(const BackwardParams &p, void *workspace);
 void launchWithOptions(const ForwardParams &p, void *workspace, size_t workspaceBytes);
 void launchWithOptions(const BackwardParams &p, void *workspace, size_t workspaceBytes);
 void launchForwardImpl(const ForwardParams &p, void *workspace, size_t workspaceBytes);
+void launchBackwardImpl(const BackwardParams &p, void *workspace, size_t workspaceBytes);
 
 // A plan's line in the log (QLA_LOG=info: the first time each line is
 // written in the process, a process-wide set of them; debug: every call).
 void logPlan(const std::string &line);
-void launchBackwardImpl(const BackwardParams &p, void *workspace, size_t workspaceBytes);
 
 // The forward kernels' argument lists (KERNELS.md).
 op::Signature prepareSignature(const ForwardConfig &c);

@@ -449,8 +449,8 @@ int deviceSmCount() {
   return count;
 }
 
-std::string describeSchedule(const ForwardShape &s, const Schedule &sch) {
-  char head[160], tail[96];
+std::string describeShape(const ForwardShape &s) {
+  char head[160];
   std::snprintf(head, sizeof head, "B=%lld T=%lld Hv=%lld K=%lld V=%lld N=%lld: ", (long long)s.B, (long long)s.T,
                 (long long)s.Hv, (long long)s.K, (long long)s.V,
                 (long long)(s.numSequences > 0 ? s.numSequences : s.B));
@@ -460,6 +460,12 @@ std::string describeSchedule(const ForwardShape &s, const Schedule &sch) {
                                    std::to_string(s.sumChunks) + " chunks), "
                              : s.maxChunks > 0 ? "lengths unknown (at most " + std::to_string(s.maxChunks) + " chunks each), "
                                                : "lengths unknown, ";
+  return d;
+}
+
+std::string describeSchedule(const ForwardShape &s, const Schedule &sch) {
+  char tail[96];
+  std::string d = describeShape(s);
   if (sch.fused) {
     d += "fused kernel, ";
     d += sch.fusedBv >= s.V ? "whole heads (BV=" + std::to_string(sch.fusedBv) + ")"

@@ -174,6 +174,10 @@ int64_t segmentIds(const ForwardShape &s, int64_t segChunks);
 // fused kernel, whole heads (BV=128), segments of 32 chunks (prepare's T,
 // pass 1, merge, pass 2; 18 segment ids); model 309 us (two-kernel path 484 us)".
 std::string describeSchedule(const ForwardShape &s, const Schedule &sch);
+// Its head: "B=1 T=32768 Hv=8 K=128 V=128 N=1: " and, with several
+// sequences, what is known of their lengths ("lengths known (longest 16 of
+// 128 chunks), ").
+std::string describeShape(const ForwardShape &s);
 
 // The SM count of the current (or first) CUDA device; 132 (H200) without one.
 int deviceSmCount();
