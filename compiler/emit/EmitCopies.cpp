@@ -72,7 +72,8 @@ Emitter::TileAccess Emitter::openTileAccess(Value g, ValueRange offsets, ArrayRe
 // the tensor's last dim is the tile's column dim with stride 1 and the pair is
 // 4- or 8-byte aligned, the pair moves as one access.
 LogicalResult Emitter::emitFragGlobal(Value frag, Value g, ValueRange offsets, ArrayRef<int64_t> dropped,
-                                      ValueRange limits, ArrayRef<int64_t> limitDims, bool store, bool transpose) {
+                                      ValueRange limits, ArrayRef<int64_t> limitDims, bool store, bool transpose,
+                                      bool add) {
   auto ft = cast<FragType>(frag.getType());
   const FragLayout lay = FragLayout::of(ft);
   Type gt = cast<GlobalType>(g.getType()).getElementType();
@@ -82,7 +83,11 @@ LogicalResult Emitter::emitFragGlobal(Value frag, Value g, ValueRange offsets, A
   // Transposed: a register pair's columns are neighbouring rows of the slice.
   const bool pairs = !transpose && lay.rank() == 2 && lay.pairsColumns() && lastIsCol &&
                      (gt.isBF16() || gt.isF16() || gt.isF32());
-  line("{");
+  // An add into memory: one of the threads that hold a replicated element
+  // (a row or column vector's) adds it.
+  const bool owned = add && lay.replication() > 1;
+  if (owned) line(fmt::format("if ({}) {{", lay.ownerText()));
+  else line("{");
   ++indent_;
   TileAccess a = openTileAccess(g, offsets, dropped, limits, limitDims, store);
   if (!pairs) {
@@ -90,7 +95,9 @@ LogicalResult Emitter::emitFragGlobal(Value frag, Value g, ValueRange offsets, A
     std::vector<std::string> at = l.idx;
     if (transpose) std::swap(at[0], at[1]);  // slice [j, i] is fragment [i, j]
     std::string inb = a.inBounds(at), ptr = a.at(at);
-    if (store) {
+    if (store && add) {
+      line(fmt::format("if ({}) qla::dev::red_add_f32({}, {});", inb, ptr, fragElem(frag, l.reg)));
+    } else if (store) {
       line(fmt::format("if ({}) *{} = {};", inb, ptr, storeFromFloat(gt, fragElem(frag, l.reg))));
     } else {
       std::string v = declareStr("float", fmt::format("({}) ? {} : 0.0f", inb, loadAsFloat(gt, "*" + ptr)), "ld");
@@ -148,7 +155,9 @@ LogicalResult Emitter::emitFragGlobal(Value frag, Value g, ValueRange offsets, A
     line(fmt::format("{}auto* const {} = {} + (long long)({}) * {} + ({});", store ? "" : "const ", fp, a.ptr, f.idx[0],
                      rs, f.idx[1]));
     std::string f1 = fmt::format("({} + 1)", f.reg);
-    if (store) {
+    if (store && add) {
+      line(fmt::format("qla::dev::red_add_f32x2({}, {}, {});", fp, fragElem(frag, f.reg), fragElem(frag, f1)));
+    } else if (store) {
       line(fmt::format("*reinterpret_cast<{}*>({}) = {};", vt, fp, packed(f.reg, f1)));
     } else {
       std::string w = fresh("w");
@@ -175,7 +184,15 @@ LogicalResult Emitter::emitFragGlobal(Value frag, Value g, ValueRange offsets, A
   std::string in1 = declareStr("bool", a.inBounds(idx1), "in");
   std::string ptr = fresh("p");
   line(fmt::format("{}auto* const {} = {};", store ? "" : "const ", ptr, a.at(l.idx)));
-  if (store) {
+  if (store && add) {
+    std::string v0 = fragElem(frag, l.reg), v1 = fragElem(frag, r1);
+    line(fmt::format("if ({} && {} && {}) {{", vec, in0, in1));
+    line(fmt::format("  qla::dev::red_add_f32x2({}, {}, {});", ptr, v0, v1));
+    line("} else {");
+    line(fmt::format("  if ({}) qla::dev::red_add_f32({}, {});", in0, ptr, v0));
+    line(fmt::format("  if ({}) qla::dev::red_add_f32({} + {}, {});", in1, ptr, cs, v1));
+    line("}");
+  } else if (store) {
     std::string v0 = fragElem(frag, l.reg), v1 = fragElem(frag, r1);
     line(fmt::format("if ({} && {} && {}) {{", vec, in0, in1));
     line(fmt::format("  *reinterpret_cast<{}*>({}) = {};", vt, ptr, packed(l.reg, r1)));
@@ -288,7 +305,7 @@ LogicalResult Emitter::emitStore(StoreOp op) {
   std::string g = name(op.getDst());
   if (isa<FragType>(op.getSrc().getType()))
     return emitFragGlobal(op.getSrc(), op.getDst(), op.getOffsets(), op.getDropped(), op.getLimits(),
-                          op.getLimitDims(), /*store=*/true, op.getTranspose());
+                          op.getLimitDims(), /*store=*/true, op.getTranspose(), op.getAccumulate());
   // Shared → global: by TMA where the tile is one (tmaStoreBox) and the
   // slice lies whole within the tensor and its limits, else the group's
   // threads stride over the tile.

@@ -77,10 +77,12 @@ class Emitter {
                             mlir::ValueRange limits, llvm::ArrayRef<int64_t> limitDims, bool forWrite);
   // Fragment <-> global copies (element pairs vectorized where they may be;
   // `transpose`: the tile index (row, col) of the fragment is (col, row) of
-  // the slice, element by element).
+  // the slice, element by element; `add`: a store that adds into an f32
+  // tensor, qla::dev::red_add_f32 / red_add_f32x2).
   mlir::LogicalResult emitFragGlobal(mlir::Value frag, mlir::Value g, mlir::ValueRange offsets,
                                      llvm::ArrayRef<int64_t> dropped, mlir::ValueRange limits,
-                                     llvm::ArrayRef<int64_t> limitDims, bool store, bool transpose = false);
+                                     llvm::ArrayRef<int64_t> limitDims, bool store, bool transpose = false,
+                                     bool add = false);
   // A fragment -> 16-bit shared copy with stmatrix .x4 (.trans with `trans`).
   void emitStmatrix(mlir::qla::CopyOp op, bool trans);
 

@@ -455,7 +455,7 @@ class Dumper {
     case StmtKind::Copy: {
       auto &x = static_cast<const CopyStmt &>(s);
       std::string sh = x.src.sliced ? shapeStr(x.src.sliceShape) : x.dst.sliced ? shapeStr(x.dst.sliceShape) : "";
-      line(ind, "copy " + ref(x.src) + " -> " + ref(x.dst) + " (" + copyKindStr(x.copyKind) + (sh.empty() ? "" : " " + sh) + ")");
+      line(ind, std::string(x.add ? "copy(+) " : "copy ") + ref(x.src) + " -> " + ref(x.dst) + " (" + copyKindStr(x.copyKind) + (sh.empty() ? "" : " " + sh) + ")");
       return;
     }
     case StmtKind::Prefetch: {

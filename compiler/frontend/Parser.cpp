@@ -605,6 +605,13 @@ class Parser {
 
   StmtPtr parseCopy() {
     auto s = std::make_unique<CopyStmt>(take().loc);
+    if (at(Tok::LParen)) {  // copy(+): add into the destination
+      s->opLoc = take().loc;
+      if (!at(Tok::Plus)) fail(cur().loc, "copy(op) takes '+' (add into the destination), found " + found());
+      take();
+      expect(Tok::RParen, "after 'copy(+'");
+      s->add = true;
+    }
     parseRef(s->src);
     expect(Tok::Arrow, "between the source and destination of 'copy'");
     parseRef(s->dst);

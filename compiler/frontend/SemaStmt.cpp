@@ -484,8 +484,18 @@ void Sema::checkCopy(CopyStmt &s) {
       s.copyKind = shared ? CopyKind::GlobalToShared : CopyKind::GlobalToFrag;
     else
       s.copyKind = shared ? CopyKind::SharedToGlobal : CopyKind::FragToGlobal;
+    if (s.add && s.copyKind != CopyKind::FragToGlobal)
+      return error(s.opLoc, std::string("copy(+) adds a fragment into a global tensor's slice; this copy is ") +
+                                copyKindStr(s.copyKind));
+    if (s.add && trans) return error(s.opLoc, "copy(+) does not transpose: add the fragment as it is laid out");
+    if (s.add && tensor->dtype != DType::F32 && !badDtype_.count(static_cast<Decl *>(tensor)))
+      return error(g.loc, "copy(+) adds into f32 tensors only (one atomic f32 add an element); '" + g.name +
+                              "' is " + dtypeStr(tensor->dtype));
     return;
   }
+  if (s.add)
+    return error(s.opLoc, "copy(+) adds a fragment into a global tensor's slice; '" + s.dst.name +
+                              "' is not a global tensor");
   TileDecl *a = s.src.tile(), *b = s.dst.tile();
   if (trans) {
     TileDecl *f = from == Side::Frag ? a : b, *m = from == Side::Frag ? b : a;

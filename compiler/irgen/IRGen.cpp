@@ -301,6 +301,7 @@ void IRGen::genCopy(const fe::CopyStmt &c) {
       auto st =
           StoreOp::create(b_, l, t, g, off, lim, b_.getDenseI64ArrayAttr(dropped), b_.getDenseI64ArrayAttr(limDims));
       if (c.transposed()) st.setTranspose(true);
+      if (c.add) st.setAccumulate(true);
       return;
     }
     case K::SharedToFrag:

@@ -56,6 +56,15 @@ int64_t FragLayout::replication() const {
   return 0;
 }
 
+std::string FragLayout::ownerText() const {
+  switch (kind_) {
+    case Acc: return "true";
+    case Row: return "qla_lane % 4 == 0";
+    case Col: return "qla_lane < 4 && qla_warp == 0 && qla_wgl == 0";
+  }
+  return "true";
+}
+
 std::vector<int64_t> FragLayout::index(int64_t r, FragThread t) const {
   switch (kind_) {
     case Acc: {

@@ -43,6 +43,11 @@ class FragLayout {
   // Threads holding each element: 1 (Acc), 4 (Row: the lanes of a quad),
   // 32 x warpgroups (Col: a lane's column pairs repeat in every row group).
   int64_t replication() const;
+  // A C++ condition (on qla_lane, qla_warp, qla_wgl) true in exactly one of
+  // the threads that hold each element: "true" (Acc), the quad's first lane
+  // (Row), the first four lanes of the first warp of the first warpgroup
+  // (Col). What a copy that adds into memory runs under.
+  std::string ownerText() const;
 
   // The tile index (row, col) (Acc), (row) (Row) or (col) (Col) of
   // register r of thread t.

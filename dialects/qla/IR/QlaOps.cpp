@@ -109,6 +109,12 @@ LogicalResult StoreOp::verify() {
   if (failed(verifyGlobalSlice(*this, g, getOffsets().size(), getDropped(), getSrc().getType())))
     return failure();
   if (getTranspose() && failed(verifyTransposedFrag(*this, getSrc().getType()))) return failure();
+  if (getAccumulate()) {
+    if (!isa<FragType>(getSrc().getType())) return emitOpError("accumulate adds a fragment, not a shared tile");
+    if (getTranspose()) return emitOpError("accumulate does not transpose");
+    if (!g.getElementType().isF32())
+      return emitOpError("accumulate adds into f32 tensors only, not ") << g.getElementType();
+  }
   if (isa<SharedType>(getSrc().getType()) && tileElt(getSrc().getType()) != g.getElementType())
     return emitOpError("shared→global copies keep the dtype: ")
            << tileElt(getSrc().getType()) << " vs " << g.getElementType();

@@ -81,12 +81,17 @@ def Qla_StoreOp : Qla_Op<"store", [AttrSizedOperandSegments]> {
     nor are indices at or past `limits[k]` along global dim `limitDims[k]`.
     With `transpose` the source is a 2-D fragment [M, N] and the box [N, M]:
     box[j, i] = f[i, j].
+    With `accumulate` (the language's `copy(+)`; a fragment into an f32
+    tensor, not transposed) each in-range element is added to what the
+    tensor holds, by one atomic add (`red.global.add.f32`, a register pair's
+    two by one `.v2`; round to nearest, subnormals flushed to zero) rather
+    than written.
   }];
   let arguments = (ins Qla_AnyTile:$src, Qla_GlobalType:$dst, Variadic<Index>:$offsets,
                        Variadic<Index>:$limits,
                        DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$dropped,
                        DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$limitDims,
-                       UnitAttr:$transpose);
+                       UnitAttr:$transpose, UnitAttr:$accumulate);
   let assemblyFormat = "$src `->` $dst `[` $offsets `]` (`until` `[` $limits^ `]`)? attr-dict `:` type($src) `->` type($dst)";
   let hasVerifier = 1;
 }

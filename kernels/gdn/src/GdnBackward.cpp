@@ -270,7 +270,7 @@ BackwardLayout layoutOf(const BackwardParams &p) {
   }
   l.sd = ws.add(size_t((six ? V / dhSliceOf(p, l.fwd.schedule, deviceSmCount()) : 1) * B * Hv * TC) * 4);
   l.dqh = ws.add(nt * size_t(K) * 4);
-  l.dkh = ws.add(nt * size_t(K) * 4);
+  if (six) l.dkh = ws.add(nt * size_t(K) * 4);  // the fused kernel sums dk's terms into DK2
   l.dk2 = ws.add(nt * size_t(K) * 4);
   if (six) l.dw = ws.add(nt * size_t(K) * eb);
   l.rq = ws.add(size_t(B * Hv * TC) * 4);
@@ -413,7 +413,7 @@ Plan buildPlan(const BackwardParams &p, const BackwardLayout &l, void *workspace
   rt::TensorArg DVD = contiguousArg(c.fused ? dummy : ws + l.dvd, {B, T, Hv, V});
   rt::TensorArg SD = contiguousArg(ws + l.sd, {c.fused ? 1 : V / c.dhBv, B, Hv, TC});
   rt::TensorArg DQH = contiguousArg(ws + l.dqh, {B, T, Hv, K});
-  rt::TensorArg DKH = contiguousArg(ws + l.dkh, {B, T, Hv, K});
+  rt::TensorArg DKH = contiguousArg(c.fused ? dummy : ws + l.dkh, {B, T, Hv, K});
   rt::TensorArg DK2 = contiguousArg(ws + l.dk2, {B, T, Hv, K});
   rt::TensorArg DW = contiguousArg(c.fused ? dummy : ws + l.dw, {B, T, Hv, K});
   rt::TensorArg RQ = contiguousArg(ws + l.rq, {B, Hv, TC});
@@ -464,7 +464,7 @@ Plan buildPlan(const BackwardParams &p, const BackwardLayout &l, void *workspace
   rt::TensorArg SD1 = contiguousArg(ws + l.sd, {1, B, Hv, TC});
   if (c.fused)
     plan.fused = args({arg(p.q), arg(p.k), arg(p.v), W, arg(p.dout), arg(p.beta), GC, AM, CU, H, VN, DHT, GS, DQH,
-                       DKH, DK2, arg(p.dv), arg(p.dbeta), DH0, SD1, RQ, RK, RW, VNL},
+                       DK2, arg(p.dv), arg(p.dbeta), DH0, SD1, RQ, RK, RW, VNL},
                       {scale, dhChunks});
   plan.finish = args({arg(p.q), arg(p.k), CU, DQH, DKH, DK2, RQ, RK, RW, c.fused ? SD1 : SD, arg(p.dq), arg(p.dk),
                       arg(p.dg)},
@@ -488,10 +488,10 @@ Plan buildPlan(const BackwardParams &p, const BackwardLayout &l, void *workspace
   };
   if (c.fused) {
     checks.push_back({plan.kernels.fused, &plan.fused,
-                      {{"Q", "Kt", "Vt", "W", "DO", "Beta", "GC", "AM", "CU", "H", "VN", "DHT", "GS", "DQH", "DKH",
-                        "DK2", "DVO", "DBETA", "DH0", "SD", "RQ", "RK", "RW", "VNL"},
-                       {dt, dt, dt, dt, dt, bt, f32, f32, cu, dt, dt, f32, f32, f32, f32, f32, dt, bt, f32, f32, f32,
-                        f32, f32, dt},
+                      {{"Q", "Kt", "Vt", "W", "DO", "Beta", "GC", "AM", "CU", "H", "VN", "DHT", "GS", "DQH", "DK2",
+                        "DVO", "DBETA", "DH0", "SD", "RQ", "RK", "RW", "VNL"},
+                       {dt, dt, dt, dt, dt, bt, f32, f32, cu, dt, dt, f32, f32, f32, f32, dt, bt, f32, f32, f32, f32,
+                        f32, dt},
                        2}});
   } else {
     checks.push_back({plan.kernels.dh, &plan.dh, dhSignature(fc)});
@@ -705,13 +705,16 @@ KernelSpec wyKernelSpec(const BackwardConfig &c) {
 }
 
 KernelSpec finishKernelSpec(const BackwardConfig &c) {
-  return {kFinishFile,
-          {{"DT", dtypeName(c.fwd.dtype)},
-           {"GT", dtypeName(c.fwd.gDtype)},
-           {"CT", cuText(c.fwd)},
-           {"DK", std::to_string(c.fwd.K)},
-           {"VARLEN", c.fwd.varlen ? "1" : "0"},
-           {"L2NORM", c.fwd.l2norm ? "1" : "0"}}};
+  KernelSpec s{kFinishFile,
+               {{"DT", dtypeName(c.fwd.dtype)},
+                {"GT", dtypeName(c.fwd.gDtype)},
+                {"CT", cuText(c.fwd)},
+                {"DK", std::to_string(c.fwd.K)},
+                {"VARLEN", c.fwd.varlen ? "1" : "0"},
+                {"L2NORM", c.fwd.l2norm ? "1" : "0"}}};
+  // The fused gradient kernel adds dk's two terms into DK2 (no DKH).
+  if (c.fused) s.defines["DKPARTS"] = "1";
+  return s;
 }
 
 KernelSpec fusedBackwardKernelSpec(const BackwardConfig &c) {

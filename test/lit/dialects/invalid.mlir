@@ -166,6 +166,33 @@ func.func @store_offsets(%C: !qla.global<bf16, 2>, %i: index) {
 
 // -----
 
+func.func @store_accumulate_dtype(%C: !qla.global<bf16, 2>, %i: index) {
+  %f = qla.alloc_frag : !qla.frag<64x64xf32>
+  // expected-error @+1 {{'qla.store' op accumulate adds into f32 tensors only, not 'bf16'}}
+  qla.store %f -> %C[%i, %i] {accumulate} : !qla.frag<64x64xf32> -> !qla.global<bf16, 2>
+  return
+}
+
+// -----
+
+func.func @store_accumulate_shared(%C: !qla.global<f32, 2>, %i: index) {
+  %s = qla.alloc_shared : !qla.smem<64x64xf32>
+  // expected-error @+1 {{'qla.store' op accumulate adds a fragment, not a shared tile}}
+  qla.store %s -> %C[%i, %i] {accumulate} : !qla.smem<64x64xf32> -> !qla.global<f32, 2>
+  return
+}
+
+// -----
+
+func.func @store_accumulate_transpose(%C: !qla.global<f32, 2>, %i: index) {
+  %f = qla.alloc_frag : !qla.frag<64x64xf32>
+  // expected-error @+1 {{'qla.store' op accumulate does not transpose}}
+  qla.store %f -> %C[%i, %i] {accumulate, transpose} : !qla.frag<64x64xf32> -> !qla.global<f32, 2>
+  return
+}
+
+// -----
+
 func.func @store_dtype(%C: !qla.global<bf16, 2>, %i: index) {
   %s = qla.alloc_shared : !qla.smem<64x64xf32>
   // expected-error @+1 {{'qla.store' op shared→global copies keep the dtype: 'f32' vs 'bf16'}}

@@ -88,6 +88,15 @@ func.func @copies(%A: !qla.global<bf16, 2>, %W: !qla.global<bf16, 1>, %C: !qla.g
   return
 }
 
+// An add into an f32 tensor (the language's copy(+)).
+// CHECK-LABEL: func.func @store_accumulate
+func.func @store_accumulate(%Y: !qla.global<f32, 2>, %m: index) {
+  %f = qla.alloc_frag : !qla.frag<64x64xf32>
+  // CHECK: qla.store %{{.*}} -> %{{.*}}[%{{.*}}, %{{.*}}] {accumulate} : !qla.frag<64x64xf32> -> <f32, 2>
+  qla.store %f -> %Y[%m, %m] {accumulate} : !qla.frag<64x64xf32> -> !qla.global<f32, 2>
+  return
+}
+
 // CHECK-LABEL: func.func @compute
 func.func @compute() {
   %a = qla.alloc_shared : !qla.smem<128x64xbf16>

@@ -754,3 +754,21 @@ TEST_CASE("sema: names are visible from their declaration on", "[sema]") {
                 "  channel ch: { t: f32[4] } depth(1)\n  role b: warpgroup 1 { get ch -> (y) { } }\n}")[0]
             .str() == "t.qla:2:29: error: use of undeclared name 'ch'");
 }
+
+TEST_CASE("sema: copy(+) adds a fragment into an f32 tensor's slice", "[sema]") {
+  const std::string f = "frag f: f32[64, 64]\n";
+  ok(K(f + "copy(+) f -> C[0 :+ 64, 0 :+ 64]"));
+  ok(K(f + "copy(+) f -> C[0 :+ 64 until n, 0 :+ 64]"));
+  CHECK(err(K(f + "copy(+) f -> H[0 :+ 64, 0 :+ 64]")) ==
+        "t.qla:5:14: error: copy(+) adds into f32 tensors only (one atomic f32 add an element); 'H' is f16");
+  CHECK(err(K(f + "copy(+) A[0 :+ 64, 0 :+ 64] -> f")) ==
+        "t.qla:5:5: error: copy(+) adds a fragment into a global tensor's slice; this copy is global->frag");
+  CHECK(err(K(f + "copy(+) f^T -> C[0 :+ 64, 0 :+ 64]")) ==
+        "t.qla:5:5: error: copy(+) does not transpose: add the fragment as it is laid out");
+  CHECK(err(K(f + "shared sm: f32[64, 64]\ncopy(+) f -> sm")) ==
+        "t.qla:6:5: error: copy(+) adds a fragment into a global tensor's slice; 'sm' is not a global tensor");
+  // A parse error: copy(op) takes '+' alone.
+  ParseResult r = parseQla(K(f + "copy(*) f -> C[0 :+ 64, 0 :+ 64]"), "t.qla");
+  REQUIRE(r.diags.size() == 1);
+  CHECK(r.diags[0].str() == "t.qla:5:6: error: copy(op) takes '+' (add into the destination), found '*'");
+}

@@ -518,10 +518,11 @@ TEST_CASE("GDN backward workspace size", "[gdn][backward][workspace]") {
   //   DQH, DKH, DK2 2*100*8*128*4 = 819200 each; DW 409600; RQ, RK, RW 8192 each
   //   UL, VNL 409600 each (bf16: the recompute's hi + lo pairs)
   //   the dummy 256
-  // The fused gradient kernel (the default) keeps dS', dVd and dw on chip
-  // and writes SD in one slice: no DH, DVD, DW; SD 2*8*128*4 = 8192.
+  // The fused gradient kernel (the default) keeps dS', dVd and dw on chip,
+  // writes SD in one slice and sums dk's two terms into DK2: no DH, DVD, DW,
+  // DKH; SD 2*8*128*4 = 8192.
   CHECK(backwardWorkspaceBytes(p) ==
-        size_t(827392) + 524288 + 1572864 + 409600 + 8192 + 3 * 819200 + 3 * 8192 + 2 * 409600 + 256);
+        size_t(827392) + 524288 + 1572864 + 409600 + 8192 + 2 * 819200 + 3 * 8192 + 2 * 409600 + 256);
   setenv("QLA_GDN_BWD_FUSED", "0", 1);  // the six kernels
   const size_t n = backwardWorkspaceBytes(p);
   CHECK(n == size_t(827392) + 524288 + 1572864 + 409600 + 1572864 + 409600 + 32768 + 3 * 819200 + 409600 +

@@ -1083,6 +1083,8 @@ TEST_CASE("GDN backward: the fused gradient kernel's specializations (the defaul
                                             "gdn_bwd_fused.qla", "gdn_bwd_finish.qla"});
     const KernelSpec spec = qla::gdn::fusedBackwardKernelSpec(c);
     CHECK(spec.defines.at("L2NORM") == (c.fwd.l2norm ? "1" : "0"));
+    // dk's two terms summed in DK2 by the fused kernel: the finish reads no DKH.
+    CHECK(qla::gdn::finishKernelSpec(c).defines.at("DKPARTS") == "1");
     // bf16: V_new's lo part comes from the recompute (VNL), dQK is split.
     CHECK(spec.defines.count("HILO") == (c.fwd.dtype == DType::BF16 ? 1u : 0u));
     if (c.fwd.gDtype != DType::F32) continue;  // g's dtype does not reach it
@@ -1092,9 +1094,9 @@ TEST_CASE("GDN backward: the fused gradient kernel's specializations (the defaul
     const DType dt = c.fwd.dtype, bt = c.fwd.betaDtype, f32 = DType::F32;
     const DType cu = c.fwd.varlen ? c.fwd.cuDtype : DType::I32;
     const std::vector<std::string> names = {"Q",  "Kt",  "Vt",  "W",     "DO",  "Beta", "GC", "AM",
-                                            "CU", "H",   "VN",  "DHT",   "GS",  "DQH",  "DKH", "DK2",
-                                            "DVO", "DBETA", "DH0", "SD", "RQ", "RK", "RW", "VNL"};
-    const std::vector<DType> dtypes = {dt, dt, dt, dt, dt, bt, f32, f32, cu, dt, dt, f32, f32, f32, f32, f32,
+                                            "CU", "H",   "VN",  "DHT",   "GS",  "DQH",  "DK2", "DVO",
+                                            "DBETA", "DH0", "SD", "RQ", "RK", "RW", "VNL"};
+    const std::vector<DType> dtypes = {dt, dt, dt, dt, dt, bt, f32, f32, cu, dt, dt, f32, f32, f32, f32,
                                        dt, bt, f32, f32, f32, f32, f32, dt};
     REQUIRE(k.info.tensors.size() == names.size());
     for (size_t i = 0; i < names.size(); ++i) {
@@ -1135,7 +1137,7 @@ TEST_CASE("GDN fused gradient kernel: spill bytes no higher than recorded", "[gd
          return f32Gates(c) && c.fwd.dtype == DType::BF16 && c.fwd.K == 128 && c.fwd.V == 128 && c.fwd.varlen &&
                 c.fwd.l2norm;
        },
-       284},
+       280},
       {"f16",
        [&](const BackwardConfig &c) {
          return f32Gates(c) && c.fwd.dtype == DType::F16 && c.fwd.K == 128 && c.fwd.V == 128 && !c.fwd.varlen &&

@@ -607,6 +607,10 @@ const char *copyKindStr(CopyKind k);
 struct CopyStmt : Stmt {
   TileRef src, dst;
   CopyKind copyKind = CopyKind::GlobalToShared;  // set by sema
+  // copy(+) f -> G[...]: adds the fragment into the slice (f32, one atomic
+  // add an element) instead of writing it.
+  bool add = false;
+  SourceLoc opLoc;  // the `(+)`'s position
   bool transposed() const { return src.transposed || dst.transposed; }
   CopyStmt(SourceLoc l) : Stmt(StmtKind::Copy, std::move(l)) {}
   static bool classof(const Stmt *s) { return s->kind == StmtKind::Copy; }

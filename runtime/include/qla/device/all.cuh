@@ -7,6 +7,7 @@
 #include "qla/device/mbarrier.cuh"
 #include "qla/device/tma.cuh"
 #include "qla/device/prefetch.cuh"
+#include "qla/device/atomic.cuh"
 #include "qla/device/wgmma.cuh"
 #include "qla/device/ldstmatrix.cuh"
 #include "qla/device/mma_sync.cuh"

@@ -1045,6 +1045,15 @@ inline u32 movmatrix_trans(u32 a) {
   return r;
 }
 
+// ---- atomic.cuh: the add at L2, with its flush of subnormals to zero (the
+// simulator runs one thread at a time: a plain read-modify-write)
+inline float red_flush(float x) { return std::fpclassify(x) == FP_SUBNORMAL ? std::copysign(0.0f, x) : x; }
+inline void red_add_f32(float *p, float v) { *p = red_flush(red_flush(*p) + red_flush(v)); }
+inline void red_add_f32x2(float *p, float v0, float v1) {
+  red_add_f32(p, v0);
+  red_add_f32(p + 1, v1);
+}
+
 // ---- math.cuh
 inline float fast_exp2(float x) { return std::exp2(x); }
 inline float fast_exp(float x) { return fast_exp2(x * 1.4426950408889634f); }
