@@ -14,7 +14,15 @@ size_t WorkspacePlanner::add(size_t bytes) {
   return offset;
 }
 
+void WorkspacePlanner::rewind(size_t offset) {
+  if (offset > end_) fail("WorkspacePlanner::rewind past the end (" + std::to_string(offset) + " > " +
+                          std::to_string(end_) + ")");
+  if (end_ > high_) high_ = end_;
+  end_ = offset;
+}
+
 size_t WorkspacePlanner::addDummy() {
+  end_ = total();
   const size_t offset = end_;
   end_ += kWorkspaceDummyBytes;
   return offset;

@@ -107,7 +107,7 @@ int64_t fusedBvFromEnvironment() {
 // on the fused path also TS [B, T, Hv, 64] (prepare's T per token, dtype)
 // and RK [B, T, Hv] f32 (1 / ‖k‖, with L2 normalization) for both passes.
 WorkspaceLayout addForwardRegions(op::WorkspacePlanner &ws, DType dtype, const ForwardShape &s, int64_t segmentChunks,
-                                  int fusedMode, bool l2norm) {
+                                  int fusedMode, bool l2norm, bool withoutU) {
   const int64_t B = s.B, T = s.T, Hv = s.Hv, K = s.K, V = s.V, numSequences = s.numSequences;
   const size_t eb = size_t(dtypeBytes(dtype));
   WorkspaceLayout l;
@@ -118,7 +118,7 @@ WorkspaceLayout addForwardRegions(op::WorkspacePlanner &ws, DType dtype, const F
   // The fused path does its chunk-local work in registers: no W, U, GC.
   if (!l.schedule.fused) {
     l.w = ws.add(size_t(B * T * Hv * K) * eb);
-    l.u = ws.add(size_t(B * T * Hv * V) * eb);
+    if (!withoutU) l.u = ws.add(size_t(B * T * Hv * V) * eb);
     l.gc = ws.add(size_t(B * Hv * l.gcSlots) * 4);
   }
   if (l.schedule.split) {

@@ -239,7 +239,7 @@ BackwardLayout layoutOf(const BackwardParams &p) {
   const size_t eb = size_t(dtypeBytes(p.q.dtype));
   op::WorkspacePlanner ws;
   BackwardLayout l;
-  l.fwd = addForwardRegions(ws, p.q.dtype, shapeOf(forwardPart(p)), p.segment_chunks);
+  l.fwd = addForwardRegions(ws, p.q.dtype, shapeOf(forwardPart(p)), p.segment_chunks, -1, false, /*withoutU=*/true);
   l.dhSched = dhScheduleOf(p, l.fwd.schedule);
   if (l.dhSched.split && l.fwd.schedule.split && l.dhSched.segChunks == l.fwd.schedule.segChunks) {
     l.gs = l.fwd.hs, l.dls = l.fwd.ls, l.dph = l.fwd.ph, l.dpl = l.fwd.pl;
@@ -269,17 +269,23 @@ BackwardLayout layoutOf(const BackwardParams &p) {
     l.dvd = ws.add(nt * size_t(V) * eb);
   }
   l.sd = ws.add(size_t((six ? V / dhSliceOf(p, l.fwd.schedule, deviceSmCount()) : 1) * B * Hv * TC) * 4);
+  l.rq = ws.add(size_t(B * Hv * TC) * 4);
+  l.rk = ws.add(size_t(B * Hv * TC) * 4);
+  l.rw = ws.add(size_t(B * Hv * TC) * 4);
+  if (recomputeHiLo(p.q.dtype)) l.vnl = ws.add(nt * size_t(V) * eb);
+  // The recompute's U and its lo part UL are read last by the state kernel
+  // (and its split's pass 1); the gradients' per-v-head partials are written
+  // first by the kernels after it, on the same stream (no kernel of the
+  // backward starts before its predecessor is done): the two groups share
+  // bytes.
+  const size_t shared = ws.mark();
+  l.fwd.u = ws.add(nt * size_t(V) * eb);
+  if (recomputeHiLo(p.q.dtype)) l.ul = ws.add(nt * size_t(V) * eb);
+  ws.rewind(shared);
   l.dqh = ws.add(nt * size_t(K) * 4);
   if (six) l.dkh = ws.add(nt * size_t(K) * 4);  // the fused kernel sums dk's terms into DK2
   l.dk2 = ws.add(nt * size_t(K) * 4);
   if (six) l.dw = ws.add(nt * size_t(K) * eb);
-  l.rq = ws.add(size_t(B * Hv * TC) * 4);
-  l.rk = ws.add(size_t(B * Hv * TC) * 4);
-  l.rw = ws.add(size_t(B * Hv * TC) * 4);
-  if (recomputeHiLo(p.q.dtype)) {
-    l.ul = ws.add(nt * size_t(V) * eb);
-    l.vnl = ws.add(nt * size_t(V) * eb);
-  }
   l.dummy = ws.addDummy();
   l.total = ws.total();
   return l;

@@ -101,6 +101,20 @@ TEST_CASE("op: workspace regions are aligned, in order, then the dummy", "[op][w
   op::WorkspacePlanner none;
   CHECK(none.addDummy() == 0);
   CHECK(none.total() == 256);
+
+  // Two groups of regions sharing bytes: the second starts where the first
+  // did, the total and the dummy follow the longer of the two.
+  op::WorkspacePlanner sh;
+  CHECK(sh.add(100) == 0);
+  const size_t m = sh.mark();
+  CHECK(m == 256);
+  CHECK(sh.add(1000) == 256);  // the first group: [256, 1280)
+  sh.rewind(m);
+  CHECK(sh.add(300) == 256);  // the second: [256, 768)
+  CHECK(sh.total() == 1280);
+  CHECK(sh.addDummy() == 1280);
+  CHECK(sh.total() == 1280 + op::kWorkspaceDummyBytes);
+  CHECK(errorOf([&] { sh.rewind(1 << 20); }) == "WorkspacePlanner::rewind past the end (1048576 > 1536)");
 }
 
 TEST_CASE("op: the workspace check", "[op][workspace]") {

@@ -24,10 +24,15 @@ class WorkspacePlanner {
   size_t add(size_t bytes);
   // The dummy region (kWorkspaceDummyBytes), after every other region.
   size_t addDummy();
-  size_t total() const { return end_; }
+  size_t total() const { return end_ > high_ ? end_ : high_; }
+  // Regions whose lives do not overlap share bytes: after `m = mark()`, add
+  // the regions of one group, `rewind(m)`, then add the other's from the
+  // same offset; total() keeps the furthest end either reached.
+  size_t mark() const { return end_; }
+  void rewind(size_t offset);
 
  private:
-  size_t align_, end_ = 0;
+  size_t align_, end_ = 0, high_ = 0;
 };
 
 // The caller's workspace: non-null, `align`-byte aligned, at least `need`
