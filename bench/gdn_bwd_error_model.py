@@ -15,6 +15,7 @@ Reference: float64 token-recurrence reverse mode on the SAME bf16-valued inputs 
 Usage: python3 errmodel.py [experiment ...]   (see main())
        python3 bench/gdn_bwd_error_model.py t1tail [SEEDS]   (the T = 1 dk tail, docs/gdn.md)
        python3 bench/gdn_bwd_error_model.py t1hilo [SEEDS]   (... with the hi + lo recompute, HILO=1)
+       python3 bench/gdn_bwd_error_model.py t1onchip [SEEDS] (... which pairs a V_new made on chip would need)
 """
 import sys, time
 import numpy as np
@@ -471,6 +472,25 @@ def t1hilo(seeds=1000):
         print_tail(f"{n:26s}", xs)
 
 
+def t1onchip(seeds=1000):
+    """The T = 1 tail for a gradient kernel that makes V_new on chip from h
+    (bf16) and A instead of reading the recompute's VN + VNL (FlashQLA's
+    algebra; kernels/gdn/KERNELS.md, section 5): which hi + lo pairs it
+    would still need. Issue 32's bar is FLA's tail (20 of 1000 seeds over
+    dk's 8e-3 on the GPU, 2026-12-04); "kernel before HILO" rounds every
+    point once."""
+    allp = set(POINTS)
+    sets = {"HILO (the kernels)": ({"H", "VN", "U", "abu", "dqk"}, dict(hilo=True)),
+            "kernel before HILO": (set(), {}),
+            "dQK pair only": ({"dqk"}, dict(hilo=True)),
+            "dQK + V_new pairs": ({"dqk", "VN"}, dict(hilo=True)),
+            "dQK + V_new + U, abu": ({"dqk", "VN", "U", "abu"}, dict(hilo=True)),
+            "dQK + state pair": ({"dqk", "H"}, dict(hilo=True))}
+    cfgs = {n: Cfg(on=allp - keep, dg_form="direct_k", **opt) for n, (keep, opt) in sets.items()}
+    for n, xs in t1_dk_errors(seeds, cfgs).items():
+        print_tail(f"{n:26s}", xs)
+
+
 def main():
     argv = sys.argv[1:] or ["all"]
     if argv[0] == "t1tail":
@@ -478,6 +498,9 @@ def main():
         return
     if argv[0] == "t1hilo":
         t1hilo(int(argv[1]) if len(argv) > 1 else 1000)
+        return
+    if argv[0] == "t1onchip":
+        t1onchip(int(argv[1]) if len(argv) > 1 else 1000)
         return
     seeds = [1, 2, 3]
     cases = [c for c in CASES if c in argv] or list(CASES)
