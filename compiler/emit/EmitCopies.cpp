@@ -88,6 +88,13 @@ LogicalResult Emitter::emitFragGlobal(Value frag, Value g, ValueRange offsets, A
   const bool owned = add && lay.replication() > 1;
   if (owned) line(fmt::format("if ({}) {{", lay.ownerText()));
   else line("{");
+  // One element written (or added) at `ptr` (`off`: "" for *ptr, else
+  // ptr[off]).
+  auto putOne = [&](const std::string &ptr, const std::string &off, const std::string &reg) {
+    const std::string v = fragElem(frag, reg);
+    if (add) return fmt::format("qla::dev::red_add_f32({}, {});", off.empty() || off == "0" ? ptr : ptr + " + " + off, v);
+    return fmt::format("{} = {};", off.empty() ? "*" + ptr : ptr + "[" + off + "]", storeFromFloat(gt, v));
+  };
   ++indent_;
   TileAccess a = openTileAccess(g, offsets, dropped, limits, limitDims, store);
   if (!pairs) {
@@ -95,10 +102,8 @@ LogicalResult Emitter::emitFragGlobal(Value frag, Value g, ValueRange offsets, A
     std::vector<std::string> at = l.idx;
     if (transpose) std::swap(at[0], at[1]);  // slice [j, i] is fragment [i, j]
     std::string inb = a.inBounds(at), ptr = a.at(at);
-    if (store && add) {
-      line(fmt::format("if ({}) qla::dev::red_add_f32({}, {});", inb, ptr, fragElem(frag, l.reg)));
-    } else if (store) {
-      line(fmt::format("if ({}) *{} = {};", inb, ptr, storeFromFloat(gt, fragElem(frag, l.reg))));
+    if (store) {
+      line(fmt::format("if ({}) {}", inb, putOne(ptr, "", l.reg)));
     } else {
       std::string v = declareStr("float", fmt::format("({}) ? {} : 0.0f", inb, loadAsFloat(gt, "*" + ptr)), "ld");
       fragStore(frag, l.reg, v);
@@ -129,6 +134,11 @@ LogicalResult Emitter::emitFragGlobal(Value frag, Value g, ValueRange offsets, A
     if (eb == 4) return {w + ".x", w + ".y"};
     return {fmt::format("qla::dev::unpack_{}x2_lo({})", pfx(gt), w), fmt::format("qla::dev::unpack_{}x2_hi({})", pfx(gt), w)};
   };
+  // A register pair written (or added) as one access at `p`.
+  auto putPair = [&](const std::string &p, const std::string &r0, const std::string &r1) {
+    if (add) return fmt::format("qla::dev::red_add_f32x2({}, {}, {});", p, fragElem(frag, r0), fragElem(frag, r1));
+    return fmt::format("*reinterpret_cast<{}*>({}) = {};", vt, p, packed(r0, r1));
+  };
   auto loadBarrier = [&](const std::string &reg) {
     if (ft.getRegsPerThread() >= 128) line(fmt::format("if ({} % 16 == 14) asm volatile(\"\" ::: \"memory\");", reg));
   };
@@ -155,10 +165,8 @@ LogicalResult Emitter::emitFragGlobal(Value frag, Value g, ValueRange offsets, A
     line(fmt::format("{}auto* const {} = {} + (long long)({}) * {} + ({});", store ? "" : "const ", fp, a.ptr, f.idx[0],
                      rs, f.idx[1]));
     std::string f1 = fmt::format("({} + 1)", f.reg);
-    if (store && add) {
-      line(fmt::format("qla::dev::red_add_f32x2({}, {}, {});", fp, fragElem(frag, f.reg), fragElem(frag, f1)));
-    } else if (store) {
-      line(fmt::format("*reinterpret_cast<{}*>({}) = {};", vt, fp, packed(f.reg, f1)));
+    if (store) {
+      line(putPair(fp, f.reg, f1));
     } else {
       std::string w = fresh("w");
       line(fmt::format("const {0} {1} = *reinterpret_cast<const {0}*>({2});", vt, w, fp));
@@ -184,21 +192,12 @@ LogicalResult Emitter::emitFragGlobal(Value frag, Value g, ValueRange offsets, A
   std::string in1 = declareStr("bool", a.inBounds(idx1), "in");
   std::string ptr = fresh("p");
   line(fmt::format("{}auto* const {} = {};", store ? "" : "const ", ptr, a.at(l.idx)));
-  if (store && add) {
-    std::string v0 = fragElem(frag, l.reg), v1 = fragElem(frag, r1);
+  if (store) {
     line(fmt::format("if ({} && {} && {}) {{", vec, in0, in1));
-    line(fmt::format("  qla::dev::red_add_f32x2({}, {}, {});", ptr, v0, v1));
+    line("  " + putPair(ptr, l.reg, r1));
     line("} else {");
-    line(fmt::format("  if ({}) qla::dev::red_add_f32({}, {});", in0, ptr, v0));
-    line(fmt::format("  if ({}) qla::dev::red_add_f32({} + {}, {});", in1, ptr, cs, v1));
-    line("}");
-  } else if (store) {
-    std::string v0 = fragElem(frag, l.reg), v1 = fragElem(frag, r1);
-    line(fmt::format("if ({} && {} && {}) {{", vec, in0, in1));
-    line(fmt::format("  *reinterpret_cast<{}*>({}) = {};", vt, ptr, packed(l.reg, r1)));
-    line("} else {");
-    line(fmt::format("  if ({}) {}[0] = {};", in0, ptr, storeFromFloat(gt, v0)));
-    line(fmt::format("  if ({}) {}[{}] = {};", in1, ptr, cs, storeFromFloat(gt, v1)));
+    line(fmt::format("  if ({}) {}", in0, putOne(ptr, "0", l.reg)));
+    line(fmt::format("  if ({}) {}", in1, putOne(ptr, cs, r1)));
     line("}");
   } else {
     std::string x0 = fresh("x"), x1 = fresh("x");
