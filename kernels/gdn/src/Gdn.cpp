@@ -167,10 +167,10 @@ struct ConfigKernels {
   op::KernelSlot *tmat = nullptr;                       // prepare's T for a fused split (OUT_T=1)
 };
 
-op::Signature prepareSignature(const ForwardConfig &c) {
+op::Signature prepareSignature(const ForwardConfig &c, DType am) {
   const DType dt = c.dtype, f32 = DType::F32;
   return {{"Kt", "Vt", "G", "Beta", "CU", "W", "U", "GC", "AM", "TS", "RK", "UL"},
-          {dt, dt, c.gDtype, c.betaDtype, c.cuDtype, dt, dt, f32, f32, dt, f32, dt},
+          {dt, dt, c.gDtype, c.betaDtype, c.cuDtype, dt, dt, f32, am, dt, f32, dt},
           1};
 }
 

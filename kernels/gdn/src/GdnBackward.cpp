@@ -261,9 +261,11 @@ BackwardLayout layoutOf(const BackwardParams &p) {
   // of dh) only where they run: the fused gradient kernel keeps them on chip
   // (SD: one slice).
   const bool six = !fusedPathTaken(p);
-  l.am = ws.add(size_t(B * Hv * TC * kChunk) * 4);
+  l.am = ws.add(size_t(B * Hv * TC * kChunk) * (six ? 4 : eb));  // A in f32, or DT for the fused kernel
   l.h = ws.add(stateBytes);
-  l.vn = ws.add(nt * size_t(V) * eb);
+  // V_new (and its lo part) only for the six kernels: the fused gradient
+  // kernel makes it from H and A.
+  if (six) l.vn = ws.add(nt * size_t(V) * eb);
   if (six) {
     l.dh = ws.add(stateBytes);
     l.dvd = ws.add(nt * size_t(V) * eb);
@@ -272,7 +274,7 @@ BackwardLayout layoutOf(const BackwardParams &p) {
   l.rq = ws.add(size_t(B * Hv * TC) * 4);
   l.rk = ws.add(size_t(B * Hv * TC) * 4);
   l.rw = ws.add(size_t(B * Hv * TC) * 4);
-  if (recomputeHiLo(p.q.dtype)) l.vnl = ws.add(nt * size_t(V) * eb);
+  if (six && recomputeHiLo(p.q.dtype)) l.vnl = ws.add(nt * size_t(V) * eb);
   // The recompute's U and its lo part UL are read last by the state kernel
   // (and its split's pass 1); the gradients' per-v-head partials are written
   // first by the kernels after it, on the same stream (no kernel of the
@@ -412,9 +414,9 @@ Plan buildPlan(const BackwardParams &p, const BackwardLayout &l, void *workspace
   rt::TensorArg DPL = contiguousArg(plan.split ? ws + l.dpl : dummy, {DZ, Hv, K, K});
   rt::TensorArg AM = contiguousArg(ws + l.am, {B, Hv, TC, kChunk});
   rt::TensorArg H = contiguousArg(ws + l.h, {B, NH, Hv, K, V});
-  rt::TensorArg VN = contiguousArg(ws + l.vn, {B, T, Hv, V});
+  rt::TensorArg VN = contiguousArg(c.fused ? dummy : ws + l.vn, {B, T, Hv, V});
   rt::TensorArg UL = contiguousArg(c.hilo() ? ws + l.ul : dummy, {B, T, Hv, V});
-  rt::TensorArg VNL = contiguousArg(c.hilo() ? ws + l.vnl : dummy, {B, T, Hv, V});
+  rt::TensorArg VNL = contiguousArg(c.hilo() && !c.fused ? ws + l.vnl : dummy, {B, T, Hv, V});
   rt::TensorArg DH = contiguousArg(c.fused ? dummy : ws + l.dh, {B, NH, Hv, K, V});
   rt::TensorArg DVD = contiguousArg(c.fused ? dummy : ws + l.dvd, {B, T, Hv, V});
   rt::TensorArg SD = contiguousArg(ws + l.sd, {c.fused ? 1 : V / c.dhBv, B, Hv, TC});
@@ -469,8 +471,8 @@ Plan buildPlan(const BackwardParams &p, const BackwardLayout &l, void *workspace
   // gradients are GS (from the dh pass 1 and reverse merge, as for dh).
   rt::TensorArg SD1 = contiguousArg(ws + l.sd, {1, B, Hv, TC});
   if (c.fused)
-    plan.fused = args({arg(p.q), arg(p.k), arg(p.v), W, arg(p.dout), arg(p.beta), GC, AM, CU, H, VN, DHT, GS, DQH,
-                       DK2, arg(p.dv), arg(p.dbeta), DH0, SD1, RQ, RK, RW, VNL},
+    plan.fused = args({arg(p.q), arg(p.k), arg(p.v), arg(p.dout), arg(p.beta), GC, AM, CU, H, DHT, GS, DQH, DK2,
+                       arg(p.dv), arg(p.dbeta), DH0, SD1, RQ, RK, RW},
                       {scale, dhChunks});
   plan.finish = args({arg(p.q), arg(p.k), CU, DQH, DKH, DK2, RQ, RK, RW, c.fused ? SD1 : SD, arg(p.dq), arg(p.dk),
                       arg(p.dg)},
@@ -485,7 +487,7 @@ Plan buildPlan(const BackwardParams &p, const BackwardLayout &l, void *workspace
     op::Signature sig;
   };
   std::vector<Check> checks = {
-      {plan.kernels.prepare, &plan.prepare, prepareSignature(fc)},
+      {plan.kernels.prepare, &plan.prepare, prepareSignature(fc, c.fused ? dt : f32)},
       {plan.kernels.state, &plan.state, stateSignature(fc)},
       {plan.kernels.finish, &plan.finish,
        {{"Q", "Kt", "CU", "DQH", "DKH", "DK2", "RQ", "RK", "RW", "SD", "DQ", "DKO", "DG"},
@@ -494,10 +496,9 @@ Plan buildPlan(const BackwardParams &p, const BackwardLayout &l, void *workspace
   };
   if (c.fused) {
     checks.push_back({plan.kernels.fused, &plan.fused,
-                      {{"Q", "Kt", "Vt", "W", "DO", "Beta", "GC", "AM", "CU", "H", "VN", "DHT", "GS", "DQH", "DK2",
-                        "DVO", "DBETA", "DH0", "SD", "RQ", "RK", "RW", "VNL"},
-                       {dt, dt, dt, dt, dt, bt, f32, f32, cu, dt, dt, f32, f32, f32, f32, dt, bt, f32, f32, f32, f32,
-                        f32, dt},
+                      {{"Q", "Kt", "Vt", "DO", "Beta", "GC", "AM", "CU", "H", "DHT", "GS", "DQH", "DK2", "DVO",
+                        "DBETA", "DH0", "SD", "RQ", "RK", "RW"},
+                       {dt, dt, dt, dt, bt, f32, dt, cu, dt, f32, f32, f32, f32, dt, bt, f32, f32, f32, f32, f32},
                        2}});
   } else {
     checks.push_back({plan.kernels.dh, &plan.dh, dhSignature(fc)});
@@ -637,6 +638,8 @@ KernelSpec backwardPrepareKernelSpec(const BackwardConfig &c) {
   KernelSpec s = prepareKernelSpec(c.fwd);
   s.defines["SAVE_A"] = "1";
   if (c.hilo()) s.defines["HILO"] = "1";
+  // The fused gradient kernel multiplies A in the input dtype: AM holds it so.
+  if (c.fused) s.defines["AT"] = dtypeName(c.fwd.dtype);
   return s;
 }
 
@@ -653,6 +656,7 @@ KernelSpec backwardStateKernelSpec(const BackwardConfig &c) {
   s.defines["SAVE_H"] = "1";
   s.defines["STORE_O"] = "0";
   if (c.hilo()) s.defines["HILO"] = "1";
+  if (c.fused) s.defines["SAVE_VN"] = "0";  // the fused gradient kernel makes V_new
   return s;
 }
 

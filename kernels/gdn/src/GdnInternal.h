@@ -123,7 +123,8 @@ void launchBackwardImpl(const BackwardParams &p, void *workspace, size_t workspa
 void logPlan(const std::string &line);
 
 // The forward kernels' argument lists (KERNELS.md).
-op::Signature prepareSignature(const ForwardConfig &c);
+// am: AM's dtype (f32; the fused gradient kernel's recompute writes the input dtype).
+op::Signature prepareSignature(const ForwardConfig &c, DType am = DType::F32);
 op::Signature stateSignature(const ForwardConfig &c);
 op::Signature mergeSignature(const ForwardConfig &c);
 

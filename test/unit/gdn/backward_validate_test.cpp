@@ -523,11 +523,12 @@ TEST_CASE("GDN backward workspace size", "[gdn][backward][workspace]") {
   // gradients' partials DQH, DKH, DK2, DW (born after it): the larger group
   // counts.
   // The fused gradient kernel (the default) keeps dS', dVd and dw on chip,
-  // writes SD in one slice and sums dk's two terms into DK2: no DH, DVD, DW,
-  // DKH; SD 2*8*128*4 = 8192.
+  // makes V_new from H and A (AM in bf16: 262144), writes SD in one slice
+  // and sums dk's two terms into DK2: no VN, VNL, DH, DVD, DW, DKH; SD
+  // 2*8*128*4 = 8192.
   const size_t wgc = 409600 + 8192;
   CHECK(backwardWorkspaceBytes(p) ==
-        wgc + 524288 + 1572864 + 409600 + 8192 + 3 * 8192 + 409600 + std::max(2 * 409600, 2 * 819200) + 256);
+        wgc + 262144 + 1572864 + 8192 + 3 * 8192 + std::max(2 * 409600, 2 * 819200) + 256);
   setenv("QLA_GDN_BWD_FUSED", "0", 1);  // the six kernels
   const size_t n = backwardWorkspaceBytes(p);
   CHECK(n == wgc + 524288 + 1572864 + 409600 + 1572864 + 409600 + 32768 + 3 * 8192 + 409600 +
