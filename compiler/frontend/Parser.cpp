@@ -778,6 +778,15 @@ class Parser {
     expect(Tok::LParen, "after 'depth'");
     s->depth = parseExpr();
     expect(Tok::RParen, "after the channel depth");
+    // `over(OTHER)`: a contextual word (not reserved: `over` stays a name elsewhere).
+    if (at(Tok::Ident) && cur().text == "over") {
+      take();
+      expect(Tok::LParen, "after 'over'");
+      Token o = expectIdent("the name of the channel whose slot this one shares");
+      s->overName = o.text;
+      s->overLoc = o.loc;
+      expect(Tok::RParen, "after the channel name");
+    }
     return s;
   }
 

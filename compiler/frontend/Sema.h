@@ -101,6 +101,7 @@ class Sema {
   void checkChannel(ChannelDecl &s);
   void checkSlot(SlotStmt &s);
   void checkChannelUse(KernelDecl &k);
+  void checkOver(ChannelDecl &x, ChannelDecl &y);
   // Converts `value` to the element type of `frag` (int -> float), or reports
   // why it cannot be stored there.
   void convertForStore(ExprPtr &value, const FragDecl &frag);

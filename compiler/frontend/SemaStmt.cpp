@@ -838,6 +838,29 @@ void Sema::checkChannel(ChannelDecl &s) {
     else if (*v > kMaxBuffers) error(s.depth->loc, "a channel may have a depth of at most " + std::to_string(kMaxBuffers) + ", got " + std::to_string(*v));
     else s.depthValue = *v;
   }
+  s.over = s.under = nullptr;
+  if (!s.overName.empty()) {
+    Decl *d = s.overName == s.name ? nullptr : lookup(s.overName);
+    auto *x = d ? as<ChannelDecl>(d) : nullptr;
+    if (s.overName == s.name)
+      error(s.overLoc, "channel '" + s.name + "' cannot share its own slot ('over' names another channel, declared before it)");
+    else if (!d)
+      error(s.overLoc, "use of undeclared name '" + s.overName + "' (the channel after 'over' is declared before this one)");
+    else if (!x)
+      error(s.overLoc, "'" + s.overName + "' is " + describe(d) + ", not a channel");
+    else if (x->over)
+      error(s.overLoc, "channel '" + x->name + "' shares the slot of '" + x->over->name + "' itself; '" + s.name +
+                           "' cannot share it in turn (no chains of 'over')");
+    else if (x->under)
+      error(s.overLoc, "channel '" + x->name + "' already has '" + x->under->name + "' over it; one channel at most shares a slot's bytes");
+    else if (s.depthValue != 1 || x->depthValue != 1)
+      error(s.overLoc, "'over' needs two channels of depth 1 ('" + s.name + "' has depth " + std::to_string(s.depthValue) +
+                           ", '" + x->name + "' " + std::to_string(x->depthValue) + ")");
+    else {
+      s.over = x;
+      x->under = &s;
+    }
+  }
   s.producer = nullptr;
   s.consumers.clear();
   s.puts.clear();
@@ -850,6 +873,7 @@ void Sema::checkChannel(ChannelDecl &s) {
 void Sema::checkSlot(SlotStmt &s) {
   const char *kw = s.isPut() ? "put" : "get";
   s.role = ctx_.role;
+  s.dead = ctx_.dead;
   Decl *d = lookup(s.channelName);
   ChannelDecl *ch = nullptr;
   if (!d)
@@ -914,7 +938,64 @@ void Sema::checkChannelUse(KernelDecl &k) {
       error(ch->nameLoc, "channel '" + ch->name + "' has a 'get' but no 'put'");
     else if (ch->gets.empty())
       error(ch->nameLoc, "channel '" + ch->name + "' has a 'put' but no 'get'");
+    else if (ch->over)
+      checkOver(*ch->over, *ch);
   }
+}
+
+// y over x: y's slot takes x's bytes once every role has released x, and x's
+// next fill waits until every role has released y (qla-lower-channels adds
+// the waits). That order is the program's: x and y filled once each per
+// iteration, in that order in every role, neither held while the other is
+// waited for.
+void Sema::checkOver(ChannelDecl &x, ChannelDecl &y) {
+  if (x.puts.empty() || x.gets.empty()) return;  // reported above
+  const std::string pair = "channel '" + y.name + "' shares the slot of '" + x.name + "'";
+  // What this specialization takes (puts in untaken branches of constant
+  // conditions do not count).
+  auto live = [](const std::vector<SlotStmt *> &v) {
+    std::vector<SlotStmt *> r;
+    for (SlotStmt *s : v)
+      if (!s->dead) r.push_back(s);
+    return r;
+  };
+  for (ChannelDecl *c : {&x, &y}) {
+    std::vector<SlotStmt *> puts = live(c->puts);
+    if (puts.size() > 1)
+      error(puts[1]->loc, pair + ": each of the two needs exactly one 'put' (one fill of each per iteration, "
+                                 "alternating); '" + c->name + "' has " + std::to_string(puts.size()));
+  }
+  auto before = [](const SourceLoc &a, const SourceLoc &b) {
+    return a.line < b.line || (a.line == b.line && a.col < b.col);
+  };
+  // Nested: a put or get of one inside a get of the other holds a slot the
+  // other's fill waits for.
+  for (ChannelDecl *c : {&x, &y}) {
+    ChannelDecl *other = c == &x ? &y : &x;
+    for (auto *list : {&c->puts, &c->gets})
+      for (SlotStmt *s : live(*list))
+        for (SlotStmt *o = s->outer; o; o = o->outer)
+          if (o->channel == other && !o->isPut()) {
+            error(s->loc, pair + ": '" + (s->isPut() ? "put " : "get ") + c->name + "' is nested in a 'get " +
+                              other->name + "' (at line " + std::to_string(o->loc.line) + "); " +
+                              (c == &y ? "'" + y.name + "' is filled only once every role has released '" + x.name + "'"
+                                       : "'" + x.name + "' is refilled only once every role has released '" + y.name + "'") +
+                              ": end the 'get' first");
+            break;
+          }
+  }
+  // In each role, every put or get of x before every put or get of y.
+  std::vector<SlotStmt *> xs = live(x.puts), ys = live(y.puts), xg = live(x.gets), yg = live(y.gets);
+  xs.insert(xs.end(), xg.begin(), xg.end());
+  ys.insert(ys.end(), yg.begin(), yg.end());
+  for (SlotStmt *b : ys)
+    for (SlotStmt *a : xs)
+      if (a->role && a->role == b->role && before(b->loc, a->loc)) {
+        error(b->loc, pair + ": in role '" + b->role->name + "' this '" + (b->isPut() ? "put " : "get ") + y.name +
+                          "' comes before the '" + (a->isPut() ? "put " : "get ") + x.name + "' at line " +
+                          std::to_string(a->loc.line) + " (each iteration uses '" + x.name + "', then '" + y.name + "')");
+        return;
+      }
 }
 
 }  // namespace qla::fe

@@ -522,6 +522,8 @@ void IRGen::genStmt(const fe::Stmt &s) {
       SmallVector<Type> slots;
       for (auto &f : c.fields) slots.push_back(SharedType::get(ctx_, f.shape, dtype(f.dtype), 0));
       auto op = ChannelOp::create(b_, l, ChannelType::get(ctx_, slots, (unsigned)c.depthValue), b_.getStringAttr(c.name));
+      // `over(x)`: the slot shares channel x's bytes (qla-lower-channels).
+      if (c.over) op->setAttr("qla.over", b_.getStringAttr(c.over->name));
       values_[static_cast<const fe::Decl *>(&c)] = op;
       return;
     }

@@ -2,7 +2,9 @@
 #include "dialects/qla/Transforms/Passes.h"
 #include "dialects/qla/Transforms/TmaStores.h"
 
+#include <array>
 #include <functional>
+#include <map>
 
 namespace mlir::qla {
 #define GEN_PASS_DEF_QLAASSIGNRESOURCES
@@ -90,7 +92,32 @@ struct AssignResources : ::mlir::qla::impl::QlaAssignResourcesBase<AssignResourc
       Operation *role;  // the enclosing role, null outside every role
     };
     SmallVector<Item> items;
+    // Channel slots that share bytes (`over`, qla-lower-channels: qla.union
+    // and qla.union_member 0 or 1 on their tiles): one region as large as the
+    // larger member, each member's tiles laid out from its start.
+    std::map<int64_t, std::array<SmallVector<AllocSharedOp>, 2>> unionTiles;
+    fn.walk([&](AllocSharedOp a) {
+      if (auto g = a->getAttrOfType<IntegerAttr>("qla.union"))
+        unionTiles[g.getInt()][a->getAttrOfType<IntegerAttr>("qla.union_member").getInt() != 0].push_back(a);
+    });
+    // Member tiles' offsets within the region, and its size.
+    auto layOut = [](ArrayRef<AllocSharedOp> tiles, SmallVectorImpl<int64_t> &offs) {
+      int64_t at = 0;
+      for (AllocSharedOp t : tiles) {
+        at = alignTo(at, t.getType().getSwizzle() ? 1024 : 128);
+        offs.push_back(at);
+        at += t.getType().getSizeInBytes() * t.getCount();
+      }
+      return at;
+    };
+    for (auto &[g, members] : unionTiles) {
+      SmallVector<int64_t> o0, o1;
+      const int64_t bytes = std::max(layOut(members[0], o0), layOut(members[1], o1));
+      Operation *first = members[0].empty() ? members[1].front() : members[0].front();
+      items.push_back({first, 0, n, bytes, 1024, nullptr});
+    }
     fn.walk([&](Operation *op) {
+      if (op->hasAttr("qla.union")) return;  // placed with its region
       if (auto a = dyn_cast<AllocSharedOp>(op)) {
         // A tile no op uses (one that only a specialization's untaken
         // branches read or write) takes no bytes.
@@ -168,8 +195,17 @@ struct AssignResources : ::mlir::qla::impl::QlaAssignResourcesBase<AssignResourc
       }
       placed.push_back({off, it.bytes, it.begin, it.end, it.role});
       offset = std::max(offset, off + it.bytes);
-      if (auto a = dyn_cast<AllocSharedOp>(it.op)) a.setOffsetAttr(b.getI64IntegerAttr(off));
-      else it.op->setAttr("qla.scratch_offset", b.getI64IntegerAttr(off));
+      if (auto g = it.op->getAttrOfType<IntegerAttr>("qla.union")) {
+        for (auto &tiles : unionTiles[g.getInt()]) {
+          SmallVector<int64_t> offs;
+          layOut(tiles, offs);
+          for (auto [t, o] : llvm::zip(tiles, offs)) t.setOffsetAttr(b.getI64IntegerAttr(off + o));
+        }
+      } else if (auto a = dyn_cast<AllocSharedOp>(it.op)) {
+        a.setOffsetAttr(b.getI64IntegerAttr(off));
+      } else {
+        it.op->setAttr("qla.scratch_offset", b.getI64IntegerAttr(off));
+      }
     }
     // Barriers after the tiles (no alignment gap in front of the first tile).
     fn.walk([&](BarriersOp bars) {

@@ -56,6 +56,22 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
   Block *entry = nullptr;
   Operation *initPoint = nullptr;  // barrier_inits go before this; the block_sync after them
   bool needSync = false;
+  // A channel's full and empty barriers, and whether its puts store with the
+  // producer's threads.
+  struct Bars {
+    SmallVector<Value> buffers;  // `depth` copies of every slot tile
+    Value full, empty;
+    bool byThreads = false;
+  };
+  DenseMap<Operation *, Bars> bars;
+  // `over` pairs: a channel's partner, and whether it is the one over (y) or
+  // the one under (x).
+  struct Partner {
+    Operation *other = nullptr;  // erased once lowered: a key, never dereferenced
+    bool isOver = false;
+    int64_t group = 0;           // the pair's id (qla.union on the slot tiles)
+  };
+  DenseMap<Operation *, Partner> partner;
 
   // Barriers and rings are created at function entry so that every role sees them.
   Value makeBarriers(Location loc, unsigned count, int64_t arrivals) {
@@ -78,6 +94,30 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
 
     SmallVector<ChannelOp> channels;
     fn.walk([&](ChannelOp ch) { channels.push_back(ch); });
+    // `over`: channel y's slot shares channel x's bytes (both depth 1). A
+    // partner the specialization left out leaves the other a plain channel.
+    for (ChannelOp y : channels) {
+      auto over = y->getAttrOfType<StringAttr>("qla.over");
+      if (!over) continue;
+      for (ChannelOp x : channels)
+        if (x != y && x.getName() == over.getValue()) {
+          if (x.getType().getDepth() != 1 || y.getType().getDepth() != 1) {
+            y.emitOpError("'over' needs two channels of depth 1");
+            return signalPassFailure();
+          }
+          if (partner.count(x) || partner.count(y)) {
+            y.emitOpError("a channel shares its slot with one other at most");
+            return signalPassFailure();
+          }
+          const int64_t group = int64_t(partner.size() / 2);
+          partner[x] = {y.getOperation(), false, group};
+          partner[y] = {x.getOperation(), true, group};
+        }
+    }
+    // Every channel's barriers first: a put of one channel of a pair waits
+    // on the other's `empty`.
+    for (ChannelOp ch : channels)
+      if (failed(makeChannelBarriers(ch))) return signalPassFailure();
     for (ChannelOp ch : channels)
       if (failed(lowerChannel(ch))) return signalPassFailure();
 
@@ -110,6 +150,53 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
     if (!needSync) marker.erase();
   }
 
+  // A channel's `full` and `empty` barriers. full: one arrival per phase (the
+  // elected producer thread) where every put is TMA loads only; one per
+  // thread of the producer role where a put's threads write the slot
+  // (lowerComputePut, which then lowers every put of the channel). empty: one
+  // arrival per thread of every consumer role, so a slot is free only once
+  // all of them released it (each thread after its own reads: no barrier
+  // among a role's threads).
+  LogicalResult makeChannelBarriers(ChannelOp ch) {
+    Location loc = ch.getLoc();
+    unsigned depth = ch.getType().getDepth();
+    SmallVector<PutOp> puts;
+    SmallVector<RoleOp> getRoles;
+    for (Operation *u : ch.getResult().getUsers()) {
+      if (auto p = dyn_cast<PutOp>(u)) puts.push_back(p);
+      else if (auto g = dyn_cast<GetOp>(u)) {
+        if (!llvm::is_contained(getRoles, g->getParentOfType<RoleOp>())) getRoles.push_back(g->getParentOfType<RoleOp>());
+      } else
+        return u->emitOpError("cannot use a channel");
+    }
+    if (puts.empty()) return ch.emitOpError("has no put");
+    RoleOp putRole = puts.front()->getParentOfType<RoleOp>();
+    int64_t releases = 0;
+    for (RoleOp r : getRoles) releases += r.getNumWarpgroups() * 128;
+    // A put whose body is more than TMA loads into the slot (and their
+    // offsets' arithmetic) runs on the producer role's threads: fragment
+    // stores, or staging (fragments loaded, filled, cast or mapped in the put;
+    // what else a put may hold, PutOp::verify says).
+    const bool byThreads = llvm::any_of(puts, [](PutOp p) {
+      return llvm::any_of(p.getBody().front().without_terminator(), [](Operation &o) {
+        if (auto l = dyn_cast<LoadOp>(o)) return !isa<SharedType>(l.getDst().getType());
+        return !o.hasTrait<OpTrait::ConstantLike>() && !isa<arith::ArithDialect>(o.getDialect());
+      });
+    });
+    Bars &b = bars[ch];
+    // Storage: `depth` copies of every slot tile (before the barriers, as
+    // each channel's were when channels were lowered one by one).
+    {
+      OpBuilder ob(initPoint);
+      for (Type t : ch.getType().getSlotTypes())
+        b.buffers.push_back(AllocSharedOp::create(ob, loc, t, ob.getI64IntegerAttr(depth), IntegerAttr()));
+    }
+    b.byThreads = byThreads;
+    b.full = makeBarriers(loc, depth, byThreads ? putRole.getNumWarpgroups() * 128 : 1);
+    b.empty = makeBarriers(loc, depth, releases);
+    return success();
+  }
+
   LogicalResult lowerChannel(ChannelOp ch) {
     Location loc = ch.getLoc();
     auto ct = ch.getType();
@@ -127,34 +214,32 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
     for (GetOp g : gets)
       if (!llvm::is_contained(getRoles, g->getParentOfType<RoleOp>())) getRoles.push_back(g->getParentOfType<RoleOp>());
 
-    // Storage: `depth` copies of every slot tile.
-    SmallVector<Value> buffers;
-    {
-      OpBuilder b(initPoint);
-      for (Type t : ct.getSlotTypes())
-        buffers.push_back(AllocSharedOp::create(b, loc, t, b.getI64IntegerAttr(depth), IntegerAttr()));
-    }
-    // full: one arrival per phase (the elected producer thread) where every put
-    // is TMA loads only; one per thread of the producer role where a put's
-    // threads write the slot (lowerComputePut, which then lowers every put of
-    // the channel). empty: one arrival per thread of
-    // every consumer role, so a slot is free only once all of them released it
-    // (each thread after its own reads: no barrier among a role's threads).
-    int64_t releases = 0;
-    for (RoleOp r : getRoles) releases += r.getNumWarpgroups() * 128;
-    // A put whose body is more than TMA loads into the slot (and their
-    // offsets' arithmetic) runs on the producer role's threads: fragment
-    // stores, or staging (fragments loaded, filled, cast or mapped in the put;
-    // what else a put may hold, PutOp::verify says).
-    const bool byThreads = llvm::any_of(puts, [](PutOp p) {
-      return llvm::any_of(p.getBody().front().without_terminator(), [](Operation &o) {
-        if (auto l = dyn_cast<LoadOp>(o)) return !isa<SharedType>(l.getDst().getType());
-        return !o.hasTrait<OpTrait::ConstantLike>() && !isa<arith::ArithDialect>(o.getDialect());
-      });
-    });
-    Value full = makeBarriers(loc, depth, byThreads ? putRole.getNumWarpgroups() * 128 : 1);
-    Value empty = makeBarriers(loc, depth, releases);
+    SmallVector<Value> buffers = bars[ch].buffers;
+    const Bars &cb = bars[ch];
+    Value full = cb.full, empty = cb.empty;
+    const bool byThreads = cb.byThreads;
     std::string name = ch.getName().str();
+    // `over`: the two channels' slot tiles share one region of the arena
+    // (qla-assign-resources), x's tiles and y's each from its start.
+    if (auto it = partner.find(ch); it != partner.end()) {
+      const Partner &p = it->second;
+      OpBuilder ab(ch);
+      for (Value v : buffers) {
+        v.getDefiningOp()->setAttr("qla.union", ab.getI64IntegerAttr(p.group));
+        v.getDefiningOp()->setAttr("qla.union_member", ab.getI64IntegerAttr(p.isOver ? 1 : 0));
+      }
+    }
+    // The partner's `empty` and the phase to wait for on it, in a put: y's
+    // fill n waits for x's release n (y's own phase); x's fill n + 1 for y's
+    // release n (x's flipped phase, as for its own slot: a fresh barrier
+    // passes the first time).
+    auto waitPartner = [&](OpBuilder &pb, Location l, Value slot, Value phase, Value flipped) {
+      auto it = partner.find(ch);
+      if (it == partner.end()) return;
+      const Bars &ob = bars[it->second.other];
+      BarrierWaitOp::create(pb, l, ob.empty, slot, it->second.isOver ? phase : flipped)
+          ->setAttr(kWhat, pb.getStringAttr(name + ".put.over"));
+    };
 
     auto makeRing = [&](RoleOp role, StringRef suffix) {
       OpBuilder b(&role.getBody().front(), role.getBody().front().begin());
@@ -171,7 +256,7 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
 
     for (PutOp put : puts) {
       if (byThreads) {
-        if (failed(lowerComputePut(put, buffers, full, empty, putRing, name))) return failure();
+        if (failed(lowerComputePut(put, buffers, full, empty, putRing, name, waitPartner))) return failure();
         continue;
       }
       OpBuilder b(put);
@@ -186,6 +271,7 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
       Value one = arith::ConstantIntOp::create(eb, l, eb.getI32Type(), 1);
       Value flipped = arith::XOrIOp::create(eb, l, phase, one);
       BarrierWaitOp::create(eb, l, empty, slot, flipped)->setAttr(kWhat, eb.getStringAttr(name + ".put"));
+      waitPartner(eb, l, slot, phase, flipped);
       BarrierExpectTxOp::create(eb, l, full, slot, eb.getI64IntegerAttr(slotBytes));
       IRMapping map;
       for (auto [arg, buf] : llvm::zip(put.getBody().front().getArguments(), buffers))
@@ -249,7 +335,8 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
   // channel (a TMA-only put of it lowers here too), and no thread waits for
   // another (before: a named barrier of the role, then one elected arrival).
   LogicalResult lowerComputePut(PutOp put, ArrayRef<Value> buffers, Value full, Value empty, Value putRing,
-                                StringRef name) {
+                                StringRef name,
+                                llvm::function_ref<void(OpBuilder &, Location, Value, Value, Value)> waitPartner) {
     OpBuilder b(put);
     Location l = put.getLoc();
     Value slot = RingSlotOp::create(b, l, b.getIndexType(), putRing);
@@ -258,6 +345,7 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
     Value one = arith::ConstantIntOp::create(b, l, b.getI32Type(), 1);
     Value flipped = arith::XOrIOp::create(b, l, phase, one);
     BarrierWaitOp::create(b, l, empty, slot, flipped)->setAttr(kWhat, b.getStringAttr(name + ".put"));
+    waitPartner(b, l, slot, phase, flipped);
     IRMapping map;
     for (auto [arg, buf] : llvm::zip(put.getBody().front().getArguments(), buffers))
       map.map(arg, SlotOp::create(b, namedAs(arg, l), buf.getType(), buf, slot).getResult());

@@ -796,11 +796,16 @@ struct ChannelField {
   std::vector<int64_t> shape;    // set by sema
 };
 
-// channel NAME : { fields } depth(D)   (top level only, outside roles)
+// channel NAME : { fields } depth(D) [over(OTHER)]   (top level only, outside roles)
 struct ChannelDecl : Stmt, Decl {
   std::vector<ChannelField> fields;
   ExprPtr depth;
   int64_t depthValue = 0;  // set by sema (>= 1)
+  // `over(OTHER)`: the slot shares its bytes with channel OTHER's (declared
+  // before it); set by sema: `over`, and on OTHER `under` (this channel).
+  std::string overName;
+  SourceLoc overLoc;
+  ChannelDecl *over = nullptr, *under = nullptr;
   // Set by sema: the one producer role (all puts), the consumer roles (each
   // with gets; first-use order), and the put / get statements in source order.
   RoleStmt *producer = nullptr;
@@ -832,6 +837,7 @@ struct SlotStmt : Stmt {
   Block body;
   RoleStmt *role = nullptr;        // set by sema: the enclosing role
   SlotStmt *outer = nullptr;       // set by sema: the enclosing put / get, if any
+  bool dead = false;               // set by sema: in a branch this specialization does not take
   SlotStmt(StmtKind k, SourceLoc l) : Stmt(k, std::move(l)) {}
   bool isPut() const { return kind == StmtKind::Put; }
   static bool classof(const Stmt *s) { return s->kind == StmtKind::Put || s->kind == StmtKind::Get; }
