@@ -107,7 +107,7 @@ int64_t fusedBvFromEnvironment() {
 // on the fused path also TS [B, T, Hv, 64] (prepare's T per token, dtype)
 // and RK [B, T, Hv] f32 (1 / ‖k‖, with L2 normalization) for both passes.
 WorkspaceLayout addForwardRegions(op::WorkspacePlanner &ws, DType dtype, const ForwardShape &s, int64_t segmentChunks,
-                                  int fusedMode, bool l2norm, bool withoutU) {
+                                  int fusedMode, bool l2norm, bool withoutWU) {
   const int64_t B = s.B, T = s.T, Hv = s.Hv, K = s.K, V = s.V, numSequences = s.numSequences;
   const size_t eb = size_t(dtypeBytes(dtype));
   WorkspaceLayout l;
@@ -117,8 +117,10 @@ WorkspaceLayout addForwardRegions(op::WorkspacePlanner &ws, DType dtype, const F
   l.gcSlots = ((T + kChunk - 1) / kChunk + std::max<int64_t>(numSequences - 1, 0)) * kChunk;
   // The fused path does its chunk-local work in registers: no W, U, GC.
   if (!l.schedule.fused) {
-    l.w = ws.add(size_t(B * T * Hv * K) * eb);
-    if (!withoutU) l.u = ws.add(size_t(B * T * Hv * V) * eb);
+    if (!withoutWU) {
+      l.w = ws.add(size_t(B * T * Hv * K) * eb);
+      l.u = ws.add(size_t(B * T * Hv * V) * eb);
+    }
     l.gc = ws.add(size_t(B * Hv * l.gcSlots) * 4);
   }
   if (l.schedule.split) {

@@ -239,7 +239,7 @@ BackwardLayout layoutOf(const BackwardParams &p) {
   const size_t eb = size_t(dtypeBytes(p.q.dtype));
   op::WorkspacePlanner ws;
   BackwardLayout l;
-  l.fwd = addForwardRegions(ws, p.q.dtype, shapeOf(forwardPart(p)), p.segment_chunks, -1, false, /*withoutU=*/true);
+  l.fwd = addForwardRegions(ws, p.q.dtype, shapeOf(forwardPart(p)), p.segment_chunks, -1, false, /*withoutWU=*/true);
   l.dhSched = dhScheduleOf(p, l.fwd.schedule);
   if (l.dhSched.split && l.fwd.schedule.split && l.dhSched.segChunks == l.fwd.schedule.segChunks) {
     l.gs = l.fwd.hs, l.dls = l.fwd.ls, l.dph = l.fwd.ph, l.dpl = l.fwd.pl;
@@ -275,12 +275,14 @@ BackwardLayout layoutOf(const BackwardParams &p) {
   l.rk = ws.add(size_t(B * Hv * TC) * 4);
   l.rw = ws.add(size_t(B * Hv * TC) * 4);
   if (six && recomputeHiLo(p.q.dtype)) l.vnl = ws.add(nt * size_t(V) * eb);
-  // The recompute's U and its lo part UL are read last by the state kernel
-  // (and its split's pass 1); the gradients' per-v-head partials are written
-  // first by the kernels after it, on the same stream (no kernel of the
+  // The recompute's W, U and U's lo part UL are read last by the state
+  // kernel, its split's pass 1 and the state gradient's dh kernels (W); the
+  // gradients' per-v-head partials are written first by the kernels after
+  // them (dqk, or the fused kernel), on the same stream (no kernel of the
   // backward starts before its predecessor is done): the two groups share
   // bytes.
   const size_t shared = ws.mark();
+  l.fwd.w = ws.add(nt * size_t(K) * eb);
   l.fwd.u = ws.add(nt * size_t(V) * eb);
   if (recomputeHiLo(p.q.dtype)) l.ul = ws.add(nt * size_t(V) * eb);
   ws.rewind(shared);

@@ -85,11 +85,11 @@ ForwardShape shapeOf(const ForwardParams &p);
 
 // W, U, GC (then HS, LS, PH, PL with a split, and TS, RK on the fused path)
 // added to `ws`; dummy and total unset. fusedMode: as forwardSchedule's (-1:
-// the two-kernel path, as the backward's recompute runs it). With `withoutU`
-// U is left for the caller to place (the backward lets it share bytes with
-// the gradients' partials, which are born after the recompute).
+// the two-kernel path, as the backward's recompute runs it). With `withoutWU`
+// W and U are left for the caller to place (the backward lets them share
+// bytes with the gradients' partials, which are born after their last reader).
 WorkspaceLayout addForwardRegions(op::WorkspacePlanner &ws, DType dtype, const ForwardShape &s, int64_t segmentChunks,
-                                  int fusedMode = -1, bool l2norm = false, bool withoutU = false);
+                                  int fusedMode = -1, bool l2norm = false, bool withoutWU = false);
 
 // The kernels of kernels/gdn, compiled once per specialization and process.
 op::KernelRegistry &registry();

@@ -519,20 +519,20 @@ TEST_CASE("GDN backward workspace size", "[gdn][backward][workspace]") {
   //   DQH, DKH, DK2 2*100*8*128*4 = 819200 each; DW 409600; RQ, RK, RW 8192 each
   //   UL, VNL 409600 each (bf16: the recompute's hi + lo pairs)
   //   the dummy 256
-  // U and UL (dead after the recompute's state kernel) share bytes with the
-  // gradients' partials DQH, DKH, DK2, DW (born after it): the larger group
-  // counts.
+  // W, U and UL (dead after the recompute's state kernel and the state
+  // gradient's dh kernels) share bytes with the gradients' partials DQH,
+  // DKH, DK2, DW (born after them): the larger group counts.
   // The fused gradient kernel (the default) keeps dS', dVd and dw on chip,
   // makes V_new from H and A (AM in bf16: 262144), writes SD in one slice
   // and sums dk's two terms into DK2: no VN, VNL, DH, DVD, DW, DKH; SD
   // 2*8*128*4 = 8192.
-  const size_t wgc = 409600 + 8192;
+  const size_t gc = 8192;
   CHECK(backwardWorkspaceBytes(p) ==
-        wgc + 262144 + 1572864 + 8192 + 3 * 8192 + std::max(2 * 409600, 2 * 819200) + 256);
+        gc + 262144 + 1572864 + 8192 + 3 * 8192 + std::max(3 * 409600, 2 * 819200) + 256);
   setenv("QLA_GDN_BWD_FUSED", "0", 1);  // the six kernels
   const size_t n = backwardWorkspaceBytes(p);
-  CHECK(n == wgc + 524288 + 1572864 + 409600 + 1572864 + 409600 + 32768 + 3 * 8192 + 409600 +
-                 std::max(2 * 409600, 3 * 819200 + 409600) + 256);
+  CHECK(n == gc + 524288 + 1572864 + 409600 + 1572864 + 409600 + 32768 + 3 * 8192 + 409600 +
+                 std::max(3 * 409600, 3 * 819200 + 409600) + 256);
   CHECK(n > qla::gdn::forwardWorkspaceBytes(DType::BF16, 2, 100, 8, 128, 128, 0, -1));
 
   SECTION("f16: no hi + lo regions") {
