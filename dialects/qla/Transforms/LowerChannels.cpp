@@ -56,8 +56,8 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
   Block *entry = nullptr;
   Operation *initPoint = nullptr;  // barrier_inits go before this; the block_sync after them
   bool needSync = false;
-  // A channel's full and empty barriers, and whether its puts store with the
-  // producer's threads.
+  // A channel's slot tiles, full and empty barriers, and whether its puts
+  // store with the producer's threads (prepareChannel).
   struct Bars {
     SmallVector<Value> buffers;  // `depth` copies of every slot tile
     Value full, empty;
@@ -117,7 +117,7 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
     // Every channel's barriers first: a put of one channel of a pair waits
     // on the other's `empty`.
     for (ChannelOp ch : channels)
-      if (failed(makeChannelBarriers(ch))) return signalPassFailure();
+      if (failed(prepareChannel(ch))) return signalPassFailure();
     for (ChannelOp ch : channels)
       if (failed(lowerChannel(ch))) return signalPassFailure();
 
@@ -157,7 +157,7 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
   // arrival per thread of every consumer role, so a slot is free only once
   // all of them released it (each thread after its own reads: no barrier
   // among a role's threads).
-  LogicalResult makeChannelBarriers(ChannelOp ch) {
+  LogicalResult prepareChannel(ChannelOp ch) {
     Location loc = ch.getLoc();
     unsigned depth = ch.getType().getDepth();
     SmallVector<PutOp> puts;
@@ -185,11 +185,20 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
     });
     Bars &b = bars[ch];
     // Storage: `depth` copies of every slot tile (before the barriers, as
-    // each channel's were when channels were lowered one by one).
+    // each channel's were when channels were lowered one by one). The tiles
+    // of an `over` pair share one region of the arena (qla-assign-resources),
+    // x's tiles and y's each from its start.
     {
       OpBuilder ob(initPoint);
-      for (Type t : ch.getType().getSlotTypes())
-        b.buffers.push_back(AllocSharedOp::create(ob, loc, t, ob.getI64IntegerAttr(depth), IntegerAttr()));
+      auto it = partner.find(ch);
+      for (Type t : ch.getType().getSlotTypes()) {
+        auto a = AllocSharedOp::create(ob, loc, t, ob.getI64IntegerAttr(depth), IntegerAttr());
+        if (it != partner.end()) {
+          a->setAttr("qla.union", ob.getI64IntegerAttr(it->second.group));
+          a->setAttr("qla.union_member", ob.getI64IntegerAttr(it->second.isOver ? 1 : 0));
+        }
+        b.buffers.push_back(a);
+      }
     }
     b.byThreads = byThreads;
     b.full = makeBarriers(loc, depth, byThreads ? putRole.getNumWarpgroups() * 128 : 1);
@@ -214,21 +223,11 @@ struct LowerChannels : ::mlir::qla::impl::QlaLowerChannelsBase<LowerChannels> {
     for (GetOp g : gets)
       if (!llvm::is_contained(getRoles, g->getParentOfType<RoleOp>())) getRoles.push_back(g->getParentOfType<RoleOp>());
 
-    SmallVector<Value> buffers = bars[ch].buffers;
     const Bars &cb = bars[ch];
+    ArrayRef<Value> buffers = cb.buffers;
     Value full = cb.full, empty = cb.empty;
     const bool byThreads = cb.byThreads;
     std::string name = ch.getName().str();
-    // `over`: the two channels' slot tiles share one region of the arena
-    // (qla-assign-resources), x's tiles and y's each from its start.
-    if (auto it = partner.find(ch); it != partner.end()) {
-      const Partner &p = it->second;
-      OpBuilder ab(ch);
-      for (Value v : buffers) {
-        v.getDefiningOp()->setAttr("qla.union", ab.getI64IntegerAttr(p.group));
-        v.getDefiningOp()->setAttr("qla.union_member", ab.getI64IntegerAttr(p.isOver ? 1 : 0));
-      }
-    }
     // The partner's `empty` and the phase to wait for on it, in a put: y's
     // fill n waits for x's release n (y's own phase); x's fill n + 1 for y's
     // release n (x's flipped phase, as for its own slot: a fresh barrier

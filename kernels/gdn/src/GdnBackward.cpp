@@ -263,10 +263,10 @@ BackwardLayout layoutOf(const BackwardParams &p) {
   const bool six = !fusedPathTaken(p);
   l.am = ws.add(size_t(B * Hv * TC * kChunk) * (six ? 4 : eb));  // A in f32, or DT for the fused kernel
   l.h = ws.add(stateBytes);
-  // V_new (and its lo part) only for the six kernels: the fused gradient
-  // kernel makes it from H and A.
-  if (six) l.vn = ws.add(nt * size_t(V) * eb);
+  // V_new (and its lo part, below) only for the six kernels: the fused
+  // gradient kernel makes it from H and A.
   if (six) {
+    l.vn = ws.add(nt * size_t(V) * eb);
     l.dh = ws.add(stateBytes);
     l.dvd = ws.add(nt * size_t(V) * eb);
   }
