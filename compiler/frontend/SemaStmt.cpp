@@ -25,10 +25,12 @@ void Sema::checkStmtPlacement(Stmt &s) {
     if (k != StmtKind::Let && k != StmtKind::ElemAssign)
       return error(s.loc, "only 'let' and element assignments are allowed inside a parallel block");
   } else if (ctx_.slot && ctx_.slot->isPut() && k != StmtKind::Copy && k != StmtKind::Frag &&
-             k != StmtKind::Parallel) {
+             k != StmtKind::Parallel && k != StmtKind::If) {
     // A put's threads may stage the slot's contents in fragments of the put
-    // (loaded, mapped, then copied into the slot), nothing else.
-    return error(s.loc, "only copies, fragments and parallel blocks over them are allowed inside 'put'");
+    // (loaded, mapped, then copied into the slot), nothing else; an 'if' on
+    // a constant picks a specialization's copies (checkIf).
+    return error(s.loc, "only copies, fragments, parallel blocks over them and 'if' on a compile-time constant are "
+                        "allowed inside 'put'");
   }
   if (k == StmtKind::Role && !ctx_.topLevel)
     return error(s.loc, "'role' must be at the top level of the kernel body");
@@ -746,6 +748,11 @@ void Sema::checkIf(IfStmt &s) {
   ctx_.prologue = c.saved.prologue || (c.saved.topLevel && roleKernel_);
   // A constant condition: the side not taken is checked as dead code.
   const bool known = s.cond->isConst() && s.cond->type == ScalarType::Bool;
+  // In a put only the specialization's side is built: the slot's copies
+  // cannot depend on a runtime value (every tile is filled exactly once).
+  if (ctx_.slot && ctx_.slot->isPut() && !known && s.cond->type == ScalarType::Bool)
+    error(s.cond->loc, "an 'if' inside 'put' needs a compile-time constant condition (it picks the copies of a "
+                       "specialization; every slot tile is filled exactly once)");
   ctx_.dead = c.saved.dead || (known && !s.cond->value->b);
   checkBlock(s.thenBlock);
   ctx_.dead = c.saved.dead || (known && s.cond->value->b);

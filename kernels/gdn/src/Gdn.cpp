@@ -185,8 +185,9 @@ op::Signature stateSignature(const ForwardConfig &c) {
 
 op::Signature fusedSignature(const ForwardConfig &c) {
   const DType dt = c.dtype, f32 = DType::F32, i32 = DType::I32, pt = c.pool ? c.poolDtype : f32;
-  return {{"Q", "Kt", "Vt", "G", "Beta", "CU", "H0", "HS", "TS", "O", "HT", "Pool", "PI", "PO", "CS"},
-          {dt, dt, dt, c.gDtype, c.betaDtype, c.cuDtype, f32, f32, dt, dt, f32, pt, i32, i32, i32},
+  return {{"Q", "Kt", "Vt", "G", "Beta", "CU", "H0", "HS", "TS", "O", "HT", "Pool", "PI", "PO", "CS", "H", "AM", "GC",
+           "W"},
+          {dt, dt, dt, c.gDtype, c.betaDtype, c.cuDtype, f32, f32, dt, dt, f32, pt, i32, i32, i32, dt, dt, f32, dt},
           3};
 }
 
@@ -407,7 +408,7 @@ Plan buildPlan(const ForwardParams &p, const WorkspaceLayout &l, void *workspace
   plan.state.stream = p.stream;
   if (fused) {
     plan.fusedArgs.tensors = {arg(p.q), arg(p.k), arg(p.v), arg(p.g), arg(p.beta), CU, H0, HS, TS, arg(p.o), HT,
-                              Pool, PI, PO, CS};
+                              Pool, PI, PO, CS, H, AM, GC, W};
     plan.fusedArgs.scalars = {scale, segChunks, ckptChunks};
     plan.fusedArgs.stream = p.stream;
   }
@@ -666,8 +667,8 @@ using namespace detail;
 
 namespace {
 // The checkpoints' shape for p (validated): {} unless both the forward and
-// the backward's recompute (the two-kernel path's schedule for the same
-// shape and segment_chunks) split. Where the recompute alone would not
+// the backward's recompute (its schedule for the same shape and
+// segment_chunks: recomputeFusedMode's path) split. Where the recompute alone would not
 // split, its unsplit pass is faster than starting from the forward's
 // segments (H200, 16/32 heads, 1 x 8192 tokens: forward + backward 1.79 ms
 // unsplit, 1.98 ms from checkpoints; docs/performance.md).
@@ -675,7 +676,9 @@ std::vector<int64_t> checkpointShape(const ForwardParams &p, int64_t *segChunks)
   const WorkspaceLayout l = layoutOf(p);
   MachineModel m;
   m.sms = deviceSmCount();
-  const bool keep = l.schedule.split && forwardSchedule(shapeOf(p), m, p.segment_chunks, -1).split;
+  const bool keep =
+      l.schedule.split &&
+      forwardSchedule(shapeOf(p), m, p.segment_chunks, recomputeFusedMode(p.q.shape[3], p.v.shape[3])).split;
   if (segChunks) *segChunks = keep ? l.schedule.segChunks : 0;
   if (!keep) return {};
   return {l.schedule.numIds, p.v.shape[2], p.q.shape[3], p.v.shape[3]};

@@ -68,6 +68,14 @@ bool fusedBackwardRequested() {
 // The head sizes gdn_bwd_fused.qla takes (fusedBackwardEligible).
 bool fusedBackwardTakes(int64_t K, int64_t V) { return K <= 128 && V <= 128; }
 
+}  // namespace
+
+int detail::recomputeFusedMode(int64_t K, int64_t V) {
+  return fusedBackwardRequested() && fusedBackwardTakes(K, V) ? 1 : -1;
+}
+
+namespace {
+
 // The fused gradient kernel takes the call (backwardConfig's c.fused, from
 // the shapes alone).
 bool fusedPathTaken(const BackwardParams &p) {
@@ -98,11 +106,16 @@ ForwardParams forwardPart(const BackwardParams &p) {
   return f;
 }
 
+// The recompute's path (recomputeFusedMode) for p's head sizes.
+int recomputeMode(const BackwardParams &p) {
+  return p.q.shape.size() == 4 && p.v.shape.size() == 4 ? recomputeFusedMode(p.q.shape[3], p.v.shape[3]) : -1;
+}
+
 // The backward's schedule (the recompute's split, also the dh kernel's).
 Schedule backwardSchedule(const BackwardParams &p, int sms) {
   MachineModel m;
   m.sms = sms;
-  return forwardSchedule(shapeOf(forwardPart(p)), m, p.segment_chunks, -1);
+  return forwardSchedule(shapeOf(forwardPart(p)), m, p.segment_chunks, recomputeMode(p));
 }
 
 // The state gradient's segments: the recompute's (fwd) for the dh kernel;
@@ -239,7 +252,12 @@ BackwardLayout layoutOf(const BackwardParams &p) {
   const size_t eb = size_t(dtypeBytes(p.q.dtype));
   op::WorkspacePlanner ws;
   BackwardLayout l;
-  l.fwd = addForwardRegions(ws, p.q.dtype, shapeOf(forwardPart(p)), p.segment_chunks, -1, false, /*withoutWU=*/true);
+  // The recompute: prepare and the state kernel (W, U, GC, the split's
+  // regions), or on the fused gradient kernel's path gdn_fwd_fused.qla with
+  // BWD = 1 (GC, below; with a split TS, RK and the split's regions).
+  const bool six = !fusedPathTaken(p);
+  l.fwd = addForwardRegions(ws, p.q.dtype, shapeOf(forwardPart(p)), p.segment_chunks, six ? -1 : 1,
+                            p.use_qk_l2norm, /*withoutWU=*/true);
   l.dhSched = dhScheduleOf(p, l.fwd.schedule);
   if (l.dhSched.split && l.fwd.schedule.split && l.dhSched.segChunks == l.fwd.schedule.segChunks) {
     l.gs = l.fwd.hs, l.dls = l.fwd.ls, l.dph = l.fwd.ph, l.dpl = l.fwd.pl;
@@ -257,10 +275,10 @@ BackwardLayout layoutOf(const BackwardParams &p) {
   // state: cdiv(T, C) + 2N - 1 slots (varlen), cdiv(T, C) + 1 otherwise.
   l.stateSlots = (T + kChunk - 1) / kChunk + (N > 0 ? 2 * N - 1 : 1);
   const size_t stateBytes = size_t(B * l.stateSlots * Hv * K * V) * eb;
+  if (!six) l.fwd.gc = ws.add(size_t(B * Hv * TC) * 4);
   // The six kernels' intermediates (dS' per chunk, dVd, dw, SD per V slice
   // of dh) only where they run: the fused gradient kernel keeps them on chip
   // (SD: one slice).
-  const bool six = !fusedPathTaken(p);
   l.am = ws.add(size_t(B * Hv * TC * kChunk) * (six ? 4 : eb));  // A in f32, or DT for the fused kernel
   l.h = ws.add(stateBytes);
   // V_new (and its lo part, below) only for the six kernels: the fused
@@ -275,17 +293,24 @@ BackwardLayout layoutOf(const BackwardParams &p) {
   l.rk = ws.add(size_t(B * Hv * TC) * 4);
   l.rw = ws.add(size_t(B * Hv * TC) * 4);
   if (six && recomputeHiLo(p.q.dtype)) l.vnl = ws.add(nt * size_t(V) * eb);
-  // The recompute's W, U and U's lo part UL are read last by the state
-  // kernel, its split's pass 1 and the state gradient's dh kernels (W); the
-  // gradients' per-v-head partials are written first by the kernels after
-  // them (dqk, or the fused kernel), on the same stream (no kernel of the
-  // backward starts before its predecessor is done): the two groups share
-  // bytes.
-  const size_t shared = ws.mark();
-  l.fwd.w = ws.add(nt * size_t(K) * eb);
-  l.fwd.u = ws.add(nt * size_t(V) * eb);
-  if (recomputeHiLo(p.q.dtype)) l.ul = ws.add(nt * size_t(V) * eb);
-  ws.rewind(shared);
+  // The six kernels' recompute's W, U and U's lo part UL are read last by
+  // the state kernel, its split's pass 1 and the state gradient's dh kernels
+  // (W); the gradients' per-v-head partials are written first by the kernels
+  // after them (dqk), on the same stream (no kernel of the backward starts
+  // before its predecessor is done): the two groups share bytes.
+  // On the fused path W alone, where the state gradient's pass 1 reads it
+  // (its schedule splits: the recompute's SAVE_W), shares them the same way.
+  if (six) {
+    const size_t shared = ws.mark();
+    l.fwd.w = ws.add(nt * size_t(K) * eb);
+    l.fwd.u = ws.add(nt * size_t(V) * eb);
+    if (recomputeHiLo(p.q.dtype)) l.ul = ws.add(nt * size_t(V) * eb);
+    ws.rewind(shared);
+  } else if (l.dhSched.split) {
+    const size_t shared = ws.mark();
+    l.fwd.w = ws.add(nt * size_t(K) * eb);
+    ws.rewind(shared);
+  }
   l.dqh = ws.add(nt * size_t(K) * 4);
   if (six) l.dkh = ws.add(nt * size_t(K) * 4);  // the fused kernel sums dk's terms into DK2
   l.dk2 = ws.add(nt * size_t(K) * 4);
@@ -299,8 +324,13 @@ BackwardLayout layoutOf(const BackwardParams &p) {
 // Kernels
 //===----------------------------------------------------------------------===//
 
+// The recompute is prepare, state (and with a split segment, merge); on the
+// fused gradient kernel's path prepare is prepare's T (OUT_T = 1, launched
+// with a split only), segment gdn_fwd_fused_pass1.qla and state
+// gdn_fwd_fused.qla with BWD = 1 (whole heads; stateSlice: 64-wide V slices).
 struct BackwardKernels {
   op::KernelSlot *prepare = nullptr, *segment = nullptr, *merge = nullptr, *state = nullptr;
+  op::KernelSlot *stateSlice = nullptr;
   op::KernelSlot *dh = nullptr, *dqk = nullptr, *wy = nullptr, *finish = nullptr;
   op::KernelSlot *dhSegment = nullptr, *dhMerge = nullptr;  // with a split schedule
   op::KernelSlot *fused = nullptr;                           // c.fused: in place of dh, dqk, wy
@@ -319,10 +349,17 @@ BackwardKernels kernelsFor(const BackwardConfig &c) {
   }
   op::KernelRegistry &r = registry();
   BackwardKernels bk;
-  bk.prepare = &r.slot(opSpec(backwardPrepareKernelSpec(c)));
-  bk.segment = &r.slot(opSpec(backwardSegmentKernelSpec(c)));
+  if (c.fused) {
+    bk.prepare = &r.slot(opSpec(tmatKernelSpec(c.fwd)));
+    bk.segment = &r.slot(opSpec(fusedPass1KernelSpec(c.fwd)));
+    bk.state = &r.slot(opSpec(backwardRecomputeKernelSpec(c, fusedWideBv(c.fwd.V))));
+    bk.stateSlice = &r.slot(opSpec(backwardRecomputeKernelSpec(c, 64)));
+  } else {
+    bk.prepare = &r.slot(opSpec(backwardPrepareKernelSpec(c)));
+    bk.segment = &r.slot(opSpec(backwardSegmentKernelSpec(c)));
+    bk.state = &r.slot(opSpec(backwardStateKernelSpec(c)));
+  }
   bk.merge = &r.slot(opSpec(mergeKernelSpec(c.fwd)));
-  bk.state = &r.slot(opSpec(backwardStateKernelSpec(c)));
   bk.dh = &r.slot(opSpec(dhKernelSpec(c)));
   bk.dhSegment = &r.slot(opSpec(dhSegmentKernelSpec(c)));
   bk.dhMerge = &r.slot(opSpec(dhMergeKernelSpec(c)));
@@ -339,7 +376,8 @@ BackwardKernels kernelsFor(const BackwardConfig &c) {
 // passes or merges).
 std::vector<op::KernelSlot *> all(const BackwardKernels &k, const BackwardConfig &c) {
   if (!splitAndFusedTake(c.fwd.K)) return {k.prepare, k.state, k.dh, k.dqk, k.wy, k.finish};
-  if (k.fused) return {k.prepare, k.segment, k.merge, k.state, k.dhSegment, k.dhMerge, k.fused, k.finish};
+  if (k.fused)
+    return {k.prepare, k.segment, k.merge, k.state, k.stateSlice, k.dhSegment, k.dhMerge, k.fused, k.finish};
   return {k.prepare, k.segment, k.merge, k.state, k.dhSegment, k.dhMerge, k.dh, k.dqk, k.wy, k.finish};
 }
 
@@ -388,6 +426,8 @@ Plan buildPlan(const BackwardParams &p, const BackwardLayout &l, void *workspace
   plan.kernels = kernelsFor(c);
   plan.split = l.dhSched.split;
   plan.recomputeSplit = l.fwd.schedule.split && !p.checkpoints;
+  // The fused recompute in the schedule's V slice.
+  if (c.fused && l.fwd.schedule.fusedBv < fusedWideBv(c.fwd.V)) plan.kernels.state = plan.kernels.stateSlice;
   const DType dt = fc.dtype, f32 = DType::F32;
   const int64_t B = p.q.shape[0], T = p.q.shape[1], Hv = p.v.shape[2], K = p.q.shape[3], V = p.v.shape[3];
   const int64_t N = fc.varlen ? p.cu_seqlens->shape[0] - 1 : B;
@@ -397,7 +437,8 @@ Plan buildPlan(const BackwardParams &p, const BackwardLayout &l, void *workspace
   void *dummy = ws + l.dummy;
   using op::contiguousArg;
 
-  rt::TensorArg W = contiguousArg(ws + l.fwd.w, {B, T, Hv, K});
+  // (The fused recompute writes W only for the state gradient's split.)
+  rt::TensorArg W = contiguousArg(c.fused && !c.saveW ? dummy : ws + l.fwd.w, {B, T, Hv, K});
   rt::TensorArg U = contiguousArg(ws + l.fwd.u, {B, T, Hv, V});
   rt::TensorArg GC = contiguousArg(ws + l.fwd.gc, {B, Hv, TC});
   rt::TensorArg CU = fc.varlen ? arg(*p.cu_seqlens) : contiguousArg(dummy, {1});
@@ -448,13 +489,32 @@ Plan buildPlan(const BackwardParams &p, const BackwardLayout &l, void *workspace
     a.stream = p.stream;
     return a;
   };
-  plan.prepare = args({arg(p.k), arg(p.v), arg(p.g), arg(p.beta), CU, W, U, GC, AM, PTS, PRK, UL}, {segChunks});
-  plan.state =
-      args({arg(p.q), arg(p.k), W, U, GC, CU, H0, O, HT, HSin, LS, PH, PL, H, VN, UL, VNL}, {scale, segChunks});
-  if (plan.recomputeSplit) {
-    plan.segment =
-        args({arg(p.q), arg(p.k), W, U, GC, CU, H0, O, HT, HS, LS, PH, PL, H, VN, UL, VNL}, {scale, segChunks});
-    plan.merge = args({GC, CU, LS, PH, PL, HS}, {segChunks});
+  if (c.fused) {
+    // gdn_fwd_fused.qla with BWD = 1 (no O, no pool: stand-ins), with a
+    // split after prepare's T (OUT_T = 1: TS and RK only), the fused pass 1
+    // and the merge, as the forward's fused path runs them.
+    rt::TensorArg TS = contiguousArg(fsplit ? ws + l.fwd.ts : dummy, {B, T, Hv, kChunk});
+    rt::TensorArg RK1 = contiguousArg(fsplit && fc.l2norm ? ws + l.fwd.rk : dummy, {B, T, Hv});
+    rt::TensorArg Pool = contiguousArg(dummy, {1, Hv, V, K});
+    rt::TensorArg PI = contiguousArg(dummy, {1}), PO = contiguousArg(dummy, {1});
+    rt::TensorArg CS = contiguousArg(dummy, {1, 1});
+    plan.prepare = args({arg(p.k), arg(p.v), arg(p.g), arg(p.beta), CU, W, U, GC, AM, TS, RK1, UL}, {segChunks});
+    plan.state = args({arg(p.q), arg(p.k), arg(p.v), arg(p.g), arg(p.beta), CU, H0, HSin, TS, O, HT, Pool, PI, PO,
+                       CS, H, AM, GC, W},
+                      {scale, segChunks, 1.0});
+    if (plan.recomputeSplit) {
+      plan.segment = args({arg(p.k), arg(p.v), arg(p.g), TS, RK1, CU, H0, Pool, PI, LS, PH, PL, HS}, {segChunks});
+      plan.merge = args({GC, CU, LS, PH, PL, HS}, {segChunks});
+    }
+  } else {
+    plan.prepare = args({arg(p.k), arg(p.v), arg(p.g), arg(p.beta), CU, W, U, GC, AM, PTS, PRK, UL}, {segChunks});
+    plan.state =
+        args({arg(p.q), arg(p.k), W, U, GC, CU, H0, O, HT, HSin, LS, PH, PL, H, VN, UL, VNL}, {scale, segChunks});
+    if (plan.recomputeSplit) {
+      plan.segment =
+          args({arg(p.q), arg(p.k), W, U, GC, CU, H0, O, HT, HS, LS, PH, PL, H, VN, UL, VNL}, {scale, segChunks});
+      plan.merge = args({GC, CU, LS, PH, PL, HS}, {segChunks});
+    }
   }
   // The state gradient's context parallelism (its own segments, or the
   // recompute's regions reused where it splits alike: free once the states'
@@ -489,8 +549,7 @@ Plan buildPlan(const BackwardParams &p, const BackwardLayout &l, void *workspace
     op::Signature sig;
   };
   std::vector<Check> checks = {
-      {plan.kernels.prepare, &plan.prepare, prepareSignature(fc, c.fused ? dt : f32)},
-      {plan.kernels.state, &plan.state, stateSignature(fc)},
+      {plan.kernels.state, &plan.state, c.fused ? fusedSignature(fc) : stateSignature(fc)},
       {plan.kernels.finish, &plan.finish,
        {{"Q", "Kt", "CU", "DQH", "DKH", "DK2", "RQ", "RK", "RW", "SD", "DQ", "DKO", "DG"},
         {dt, dt, cu, f32, f32, f32, f32, f32, f32, f32, dt, dt, gt},
@@ -513,8 +572,9 @@ Plan buildPlan(const BackwardParams &p, const BackwardLayout &l, void *workspace
                        {dt, dt, bt, f32, f32, cu, dt, dt, f32, dt, bt, f32},
                        0}});
   }
+  if (!c.fused || plan.recomputeSplit) checks.push_back({plan.kernels.prepare, &plan.prepare, prepareSignature(fc)});
   if (plan.recomputeSplit) {
-    checks.push_back({plan.kernels.segment, &plan.segment, stateSignature(fc)});
+    checks.push_back({plan.kernels.segment, &plan.segment, c.fused ? fusedPass1Signature(fc) : stateSignature(fc)});
     checks.push_back({plan.kernels.merge, &plan.merge, mergeSignature(fc)});
   }
   if (plan.split) {
@@ -537,7 +597,9 @@ void launchBackward(const BackwardParams &p, void *workspace, size_t workspaceBy
   op::checkWorkspace(workspace, workspaceBytes, l.total, namedTensors(p));
   CUcontext ctx = op::checkDevice(namedTensors(p), workspace, l.total);
   Plan plan = buildPlan(p, l, workspace);
-  std::vector<op::LaunchStep> steps = {{plan.kernels.prepare, &plan.prepare}};
+  // (The fused recompute runs prepare, for T, only with a split.)
+  std::vector<op::LaunchStep> steps;
+  if (!plan.kernels.fused || plan.recomputeSplit) steps.push_back({plan.kernels.prepare, &plan.prepare});
   if (plan.recomputeSplit) {
     steps.push_back({plan.kernels.segment, &plan.segment});
     steps.push_back({plan.kernels.merge, &plan.merge});
@@ -612,13 +674,15 @@ BackwardConfig backwardConfig(const BackwardParams &p) {
   // (The slice needs the shapes: a call that is not valid keeps the default.)
   const bool shaped = p.q.shape.size() == 4 && p.v.shape.size() == 4 && p.q.shape[1] > 0 &&
                       (!p.cu_seqlens || p.cu_seqlens->shape.size() == 1);
-  if (shaped) {
-    const int sms = deviceSmCount();
-    c.dhBv = dhSliceOf(p, dhScheduleOf(p, backwardSchedule(p, sms)), sms);
-  }
   // The fused gradient kernel, where asked for and its first version takes
   // the call.
   c.fused = fusedBackwardRequested() && fusedBackwardEligible(c);
+  if (shaped) {
+    const int sms = deviceSmCount();
+    const Schedule dh = dhScheduleOf(p, backwardSchedule(p, sms));
+    c.dhBv = dhSliceOf(p, dh, sms);
+    c.saveW = c.fused && dh.split;
+  }
   return c;
 }
 
@@ -633,6 +697,7 @@ std::string BackwardConfig::str() const {
   s << f.str() << " dht=" << dht << " dh0=" << dh0;
   if (dhBv != 32) s << " dh_bv=" << dhBv;
   if (fused) s << " fused=1";
+  if (saveW) s << " save_w=1";
   return s.str();
 }
 
@@ -640,8 +705,6 @@ KernelSpec backwardPrepareKernelSpec(const BackwardConfig &c) {
   KernelSpec s = prepareKernelSpec(c.fwd);
   s.defines["SAVE_A"] = "1";
   if (c.hilo()) s.defines["HILO"] = "1";
-  // The fused gradient kernel multiplies A in the input dtype: AM holds it so.
-  if (c.fused) s.defines["AT"] = dtypeName(c.fwd.dtype);
   return s;
 }
 
@@ -658,7 +721,16 @@ KernelSpec backwardStateKernelSpec(const BackwardConfig &c) {
   s.defines["SAVE_H"] = "1";
   s.defines["STORE_O"] = "0";
   if (c.hilo()) s.defines["HILO"] = "1";
-  if (c.fused) s.defines["SAVE_VN"] = "0";  // the fused gradient kernel makes V_new
+  return s;
+}
+
+KernelSpec backwardRecomputeKernelSpec(const BackwardConfig &c, int64_t bv) {
+  ForwardConfig f = c.fwd;
+  f.finalState = false;
+  f.pool = false;
+  KernelSpec s = fusedKernelSpec(f, bv);
+  s.defines["BWD"] = "1";
+  if (c.saveW) s.defines["SAVE_W"] = "1";
   return s;
 }
 
@@ -745,10 +817,15 @@ std::vector<KernelSpec> backwardKernelSpecs(const BackwardConfig &c) {
   if (!splitAndFusedTake(c.fwd.K))  // K = 256: no split, no fused kernel
     return {backwardPrepareKernelSpec(c), backwardStateKernelSpec(c), dhKernelSpec(c),
             dqkKernelSpec(c),             wyKernelSpec(c),            finishKernelSpec(c)};
-  if (c.fused)
-    return {backwardPrepareKernelSpec(c), backwardSegmentKernelSpec(c), mergeKernelSpec(c.fwd),
-            backwardStateKernelSpec(c),   dhSegmentKernelSpec(c),    dhMergeKernelSpec(c),
-            fusedBackwardKernelSpec(c),   finishKernelSpec(c)};
+  if (c.fused) {
+    std::vector<KernelSpec> v = {tmatKernelSpec(c.fwd), fusedPass1KernelSpec(c.fwd), mergeKernelSpec(c.fwd),
+                                 backwardRecomputeKernelSpec(c, fusedWideBv(c.fwd.V))};
+    if (fusedWideBv(c.fwd.V) != 64) v.push_back(backwardRecomputeKernelSpec(c, 64));
+    for (const KernelSpec &k : {dhSegmentKernelSpec(c), dhMergeKernelSpec(c), fusedBackwardKernelSpec(c),
+                                finishKernelSpec(c)})
+      v.push_back(k);
+    return v;
+  }
   return {backwardPrepareKernelSpec(c), backwardSegmentKernelSpec(c), mergeKernelSpec(c.fwd),
           backwardStateKernelSpec(c),   dhSegmentKernelSpec(c),    dhMergeKernelSpec(c),
           dhKernelSpec(c),              dqkKernelSpec(c),          wyKernelSpec(c),
@@ -774,6 +851,14 @@ void warmupBackward(const BackwardConfig &cIn, bool loadOnGpu) {
       BackwardKernels k = kernelsFor(o);
       slots.push_back(k.dh);
       if (splitAndFusedTake(c.fwd.K)) slots.push_back(k.dhSegment);
+    }
+    // The fused recompute with and without W (backwardConfig picks one per call).
+    if (c.fused) {
+      BackwardConfig o = c;
+      o.saveW = !c.saveW;
+      const BackwardKernels k = kernelsFor(o);
+      slots.push_back(k.state);
+      slots.push_back(k.stateSlice);
     }
     // The fused gradient kernel too where QLA_GDN_BWD_FUSED asks for it.
     if (!c.fused && fusedBackwardRequested() && fusedBackwardEligible(c)) {

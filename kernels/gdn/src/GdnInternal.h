@@ -127,5 +127,13 @@ void logPlan(const std::string &line);
 op::Signature prepareSignature(const ForwardConfig &c, DType am = DType::F32);
 op::Signature stateSignature(const ForwardConfig &c);
 op::Signature mergeSignature(const ForwardConfig &c);
+op::Signature fusedSignature(const ForwardConfig &c);
+op::Signature fusedPass1Signature(const ForwardConfig &c);
+
+// The path of the backward's recompute for head sizes K, V, as
+// forwardSchedule's fusedMode: 1 where the fused gradient kernel takes the
+// call (the recompute is gdn_fwd_fused.qla with BWD = 1), else -1 (prepare
+// and the state kernel).
+int recomputeFusedMode(int64_t K, int64_t V);
 
 }  // namespace qla::gdn::detail

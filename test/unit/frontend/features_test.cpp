@@ -486,7 +486,7 @@ TEST_CASE("features: vars", "[features]") {
         "t.qla:4:19: error: a 'for' or 'if' outside the roles may contain only 'let', 'var', assignments, 'for' and "
         "'if' (tiles, copies and products belong to roles)");
   CHECK(err(head + "role p: warpgroup 0 { var v = 0\n put ch -> (a) { v += 1 } }\nrole q: warpgroup 1 { get ch -> (x) { } }\n}\n") ==
-        "t.qla:5:18: error: only copies, fragments and parallel blocks over them are allowed inside 'put'");
+        "t.qla:5:18: error: only copies, fragments, parallel blocks over them and 'if' on a compile-time constant are allowed inside 'put'");
   CHECK(err(head + "role p: warpgroup 0 { var v = 0\n put ch -> (a) { } }\nrole q: warpgroup 1 { get ch -> (x) { v = 1 } }\n}\n") ==
         "t.qla:6:39: error: use of undeclared name 'v'");
 }

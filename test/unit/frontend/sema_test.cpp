@@ -592,7 +592,7 @@ TEST_CASE("sema: roles and channels", "[sema]") {
   CHECK(err(R("role a: warpgroup 0 { put ch -> (p) { } }\nrole b: warpgroup 1 { get ch -> (x, y) { } }")) ==
         "t.qla:5:27: error: channel 'ch' has 2 tiles per slot but 'put' binds 1 name");
   CHECK(err(R("role a: warpgroup 0 { put ch -> (p, q) { let z = 1 } }\nrole b: warpgroup 1 { get ch -> (x, y) { } }")) ==
-        "t.qla:5:42: error: only copies, fragments and parallel blocks over them are allowed inside 'put'");
+        "t.qla:5:42: error: only copies, fragments, parallel blocks over them and 'if' on a compile-time constant are allowed inside 'put'");
   CHECK(err(R("role a: warpgroup 0 { shared t: bf16[64, 32]\n put ch -> (p, q) { copy A[0 :+ 64, 0 :+ 32] -> t } }\n"
               "role b: warpgroup 1 { get ch -> (x, y) { } }")) ==
         "t.qla:6:49: error: inside 'put', a copy must write one of the slot's tiles or a fragment declared in the put; 't' is neither");
@@ -708,7 +708,7 @@ TEST_CASE("sema: compute channels", "[sema]") {
   // other fragments, other statements.
   CHECK(err(C(auxStep("frag h: f32[64, 32] = 0\n h += gemm(x, y)\n copy h -> t; copy A[0 :+ 32, 0 :+ 32] -> u"),
               kMathGets)) ==
-        "t.qla:10:2: error: only copies, fragments and parallel blocks over them are allowed inside 'put'");
+        "t.qla:10:2: error: only copies, fragments, parallel blocks over them and 'if' on a compile-time constant are allowed inside 'put'");
   CHECK(err(C(auxStep("frag r: f32[64] = reduce(+, f, dim = 1)\n copy f -> t; copy A[0 :+ 32, 0 :+ 32] -> u"),
               kMathGets)) ==
         "t.qla:9:41: error: a fragment declared inside 'put' is filled with a value, a cast or a copy (no "

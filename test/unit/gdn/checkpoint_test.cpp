@@ -57,7 +57,9 @@ TEST_CASE("GDN forward: the checkpoints' shape", "[gdn][checkpoints]") {
   }
   SECTION("the cost model's choice: where the forward splits and the recompute would not, nothing") {
     // 16/32 heads, one sequence of 8192 tokens: the fused forward splits, the
-    // backward's recompute (the two-kernel path's model) does not.
+    // six kernels' recompute (the two-kernel path's model) does not; the
+    // fused gradient kernel's recompute (the fused forward's model) does.
+    setenv("QLA_GDN_BWD_FUSED", "0", 1);
     Shape s;
     s.B = 1;
     s.T = 8192;
@@ -71,6 +73,10 @@ TEST_CASE("GDN forward: the checkpoints' shape", "[gdn][checkpoints]") {
     REQUIRE_FALSE(qla::gdn::forwardSchedule(shape, m, 0, -1).split);
     CHECK(forwardCheckpointShape(p, &seg).empty());
     CHECK(seg == 0);
+    unsetenv("QLA_GDN_BWD_FUSED");
+    CHECK(forwardCheckpointShape(p, &seg) ==
+          std::vector<int64_t>{qla::gdn::forwardSchedule(shape, m, 0, 1).numIds, 32, 128, 128});
+    CHECK(seg == qla::gdn::forwardSchedule(shape, m, 0, 1).segChunks);
   }
   SECTION("the cost model's own choice is reported as a length, or nothing") {
     Shape s;

@@ -83,8 +83,9 @@ Expected expectedSignature(const KernelSpec &spec, const ForwardConfig &c) {
             {dt, dt, dt, dt, f32, cu, f32, dt, f32, f32, f32, bf, bf, dt, dt, dt, dt},
             {scale, ls}};
   if (spec.file == "gdn_fwd_fused.qla")
-    return {{"Q", "Kt", "Vt", "G", "Beta", "CU", "H0", "HS", "TS", "O", "HT", "Pool", "PI", "PO", "CS"},
-            {dt, dt, dt, gt, bt, cu, f32, f32, dt, dt, f32, f32, DType::I32, DType::I32, DType::I32},
+    return {{"Q", "Kt", "Vt", "G", "Beta", "CU", "H0", "HS", "TS", "O", "HT", "Pool", "PI", "PO", "CS", "H", "AM",
+             "GC", "W"},
+            {dt, dt, dt, gt, bt, cu, f32, f32, dt, dt, f32, f32, DType::I32, DType::I32, DType::I32, dt, dt, f32, dt},
             {scale, ls, {"ce", DType::I32}}};
   if (spec.file == "gdn_fwd_fused_pass1.qla")
     return {{"Kt", "Vt", "G", "TS", "RK", "CU", "H0", "Pool", "PI", "LS", "PH", "PL", "HS"},
@@ -641,7 +642,7 @@ TEST_CASE("GDN: fused launch plans", "[gdn][kernels][nvrtc]") {
         CHECK(plan.fusedGrid == std::array<int64_t, 3>{V / bv, Hv, NZ});
         CHECK(plan.fusedSpec.defines.count("BV") == (bv == 64 ? 1u : 0u));
         auto &ft = plan.fusedArgs.tensors;
-        REQUIRE(ft.size() == 15);  // ..., Pool, PI, PO, CS: stand-ins without a state pool
+        REQUIRE(ft.size() == 19);  // ..., Pool, PI, PO, CS, H, AM, GC, W: stand-ins (no pool, not the backward)
         CHECK(ft[0].data == p.q.data);
         CHECK(ft[1].data == p.k.data);
         CHECK(ft[2].data == p.v.data);
@@ -1075,24 +1076,31 @@ TEST_CASE("GDN backward: the fused gradient kernel's specializations (the defaul
     ++eligible;
     c.fused = true;
     CHECK(c.str().find(" fused=1") != std::string::npos);
-    // In place of dh (pass 2), dqk and wy; the split's dh pass 1 and merge stay.
+    // In place of dh (pass 2), dqk and wy; the split's dh pass 1 and merge
+    // stay. The recompute is the fused forward with BWD=1 (both V slices),
+    // after prepare's T (OUT_T=1), the fused pass 1 and the merge.
     std::vector<std::string> files;
     for (const KernelSpec &spec : qla::gdn::backwardKernelSpecs(c)) files.push_back(spec.file);
-    CHECK(files == std::vector<std::string>{"gdn_fwd_prepare.qla", "gdn_fwd_state.qla", "gdn_fwd_merge.qla",
-                                            "gdn_fwd_state.qla", "gdn_bwd_dh.qla", "gdn_fwd_merge.qla",
-                                            "gdn_bwd_fused.qla", "gdn_bwd_finish.qla"});
+    std::vector<std::string> want = {"gdn_fwd_prepare.qla", "gdn_fwd_fused_pass1.qla", "gdn_fwd_merge.qla",
+                                     "gdn_fwd_fused.qla"};
+    if (c.fwd.V != 64) want.push_back("gdn_fwd_fused.qla");
+    for (const char *f : {"gdn_bwd_dh.qla", "gdn_fwd_merge.qla", "gdn_bwd_fused.qla", "gdn_bwd_finish.qla"})
+      want.push_back(f);
+    CHECK(files == want);
+    const std::vector<KernelSpec> specs = qla::gdn::backwardKernelSpecs(c);
+    CHECK(specs[0].defines.at("OUT_T") == "1");
+    CHECK(specs[3].defines.at("BWD") == "1");
+    CHECK(specs[3].defines.count("SAVE_W") == 0);
+    CHECK(specs[3].defines.count("BV") == 0);
+    if (c.fwd.V != 64) CHECK(specs[4].defines.at("BV") == "64");
+    c.saveW = true;  // the state gradient's split reads W
+    CHECK(qla::gdn::backwardRecomputeKernelSpec(c).defines.at("SAVE_W") == "1");
+    CHECK(c.str().find(" save_w=1") != std::string::npos);
+    c.saveW = false;
     const KernelSpec spec = qla::gdn::fusedBackwardKernelSpec(c);
     CHECK(spec.defines.at("L2NORM") == (c.fwd.l2norm ? "1" : "0"));
     // dk's two terms summed in DK2 by the fused kernel: the finish reads no DKH.
     CHECK(qla::gdn::finishKernelSpec(c).defines.at("DKPARTS") == "1");
-    // It makes V_new itself: the recompute's states kernel writes no VN (nor
-    // VNL), and prepare writes A in the input dtype (f32 for the six kernels).
-    CHECK(qla::gdn::backwardStateKernelSpec(c).defines.at("SAVE_VN") == "0");
-    CHECK(qla::gdn::backwardPrepareKernelSpec(c).defines.at("AT") == dtypeName(c.fwd.dtype));
-    BackwardConfig six = c;
-    six.fused = false;
-    CHECK(qla::gdn::backwardStateKernelSpec(six).defines.count("SAVE_VN") == 0);
-    CHECK(qla::gdn::backwardPrepareKernelSpec(six).defines.count("AT") == 0);
     // bf16: V_new (made on chip) and dQK as hi + lo pairs.
     CHECK(spec.defines.count("HILO") == (c.fwd.dtype == DType::BF16 ? 1u : 0u));
     if (c.fwd.gDtype != DType::F32) continue;  // g's dtype does not reach it
@@ -1213,7 +1221,7 @@ TEST_CASE("GDN: training-mode checkpoints are the split's segment start states",
       CHECK(plan.merge.tensors[5].shape == shape);
       if (fused > 0) {
         REQUIRE(plan.fused);
-        REQUIRE(plan.fusedArgs.tensors.size() == 15);
+        REQUIRE(plan.fusedArgs.tensors.size() == 19);
         CHECK(plan.fusedArgs.tensors[7].data == fakePtr(17));
       } else {
         REQUIRE(plan.state.tensors.size() == 17);

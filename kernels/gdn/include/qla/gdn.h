@@ -348,6 +348,9 @@ struct BackwardConfig {
   // and V are at most 128 (backwardConfig sets it; QLA_GDN_BWD_FUSED=0, read
   // at every call, keeps the six kernels).
   bool fused = false;
+  // With fused: the recompute writes W too (SAVE_W=1), which the state
+  // gradient's pass 1 reads where its schedule splits (backwardConfig sets it).
+  bool saveW = false;
   bool hilo() const { return recomputeHiLo(fwd.dtype); }  // HILO=1 (above)
   std::string str() const;
 };
@@ -358,10 +361,14 @@ BackwardConfig backwardConfig(const BackwardParams &p);
 // split the segment (the forward's pass 1, with HILO as the state kernel) and
 // merge kernels, state (SAVE_H=1 STORE_O=0), with a
 // split gdn_bwd_dh's pass 1 and the reverse merge, then gdn_bwd_dh,
-// gdn_bwd_dqk, gdn_bwd_wy, gdn_bwd_finish.
+// gdn_bwd_dqk, gdn_bwd_wy, gdn_bwd_finish. With c.fused the recompute is
+// gdn_fwd_fused.qla with BWD=1 (backwardRecomputeKernelSpec: V slice bv as
+// fusedKernelSpec's), after prepare's T, the fused pass 1 and the merge
+// where its schedule splits.
 KernelSpec backwardPrepareKernelSpec(const BackwardConfig &c);
 KernelSpec backwardSegmentKernelSpec(const BackwardConfig &c);
 KernelSpec backwardStateKernelSpec(const BackwardConfig &c);
+KernelSpec backwardRecomputeKernelSpec(const BackwardConfig &c, int64_t bv = 0);  // SAVE_W from c.saveW
 KernelSpec dhKernelSpec(const BackwardConfig &c);         // PASS=2
 KernelSpec dhSegmentKernelSpec(const BackwardConfig &c);  // PASS=1 (context parallelism)
 KernelSpec dhMergeKernelSpec(const BackwardConfig &c);    // gdn_fwd_merge.qla REVERSE=1
@@ -374,9 +381,10 @@ KernelSpec finishKernelSpec(const BackwardConfig &c);
 KernelSpec fusedBackwardKernelSpec(const BackwardConfig &c);
 bool fusedBackwardEligible(const BackwardConfig &c);
 // Every kernel spec backward() may launch for c (the nine above, plus the
-// forward's merge kernel; with c.fused the fused kernel in place of dh, dqk
-// and wy; at K = 256, which takes no split, prepare, state, dh, dqk, wy and
-// finish), in launch order.
+// forward's merge kernel; with c.fused prepare's T, the fused pass 1, the
+// merge, the fused recompute in both V slices, the state gradient's pass 1
+// and merge, the fused gradient kernel and finish; at K = 256, which takes
+// no split, prepare, state, dh, dqk, wy and finish), in launch order.
 std::vector<KernelSpec> backwardKernelSpecs(const BackwardConfig &c);
 
 // Compiles (and with loadOnGpu and a GPU, loads) the kernels of c.

@@ -751,14 +751,17 @@ TEST_CASE("GDN forward and backward on the simulator: K = 256", "[gdn][sim][k256
 // T = 1 at 2/4 heads, K = V = 128, bf16, an initial state; docs/gdn.md,
 // "Backward") over QLA_SIM_TAIL_SEEDS seeds (default 200), for the
 // six-kernel backward and the fused kernel: median / 90th percentile / max
-// of each gradient's error and the seeds over its bar.
+// of each gradient's error and the seeds over its bar. QLA_SIM_TAIL_T sets
+// another length (the same statistics over chunks of recomputed states).
 TEST_CASE("the backward's error tail at T = 1 on the simulator", "[.tail]") {
   const char *e = std::getenv("QLA_SIM_TAIL_SEEDS");
   const int seeds = e ? std::atoi(e) : 200;
+  const char *et = std::getenv("QLA_SIM_TAIL_T");
+  const int64_t T = et ? std::atoll(et) : 1;
   for (int fused = 0; fused < 2; ++fused) {
     Problem pb;
     pb.name = fused ? "fused" : "six kernels";
-    pb.B = 2, pb.T = 1, pb.Hqk = 2, pb.Hv = 4, pb.K = pb.V = 128, pb.dt = DType::BF16, pb.h0 = true;
+    pb.B = 2, pb.T = T, pb.Hqk = 2, pb.Hv = 4, pb.K = pb.V = 128, pb.dt = DType::BF16, pb.h0 = true;
     pb.fusedBackward = fused;
     std::vector<Errors> all;
     for (int s = 0; s < seeds; ++s) all.push_back(measure(pb, true, true));
