@@ -23,7 +23,9 @@ const char *kUsage =
     "options:\n"
     "  --emit=KIND            mlir (tile-level IR as built by the front end),\n"
     "                         mlir-lowered (after the pass pipeline), cuda, ptx,\n"
-    "                         cubin, or info (launch metadata). Default: cuda.\n"
+    "                         cubin, info (launch metadata), or args (a C++\n"
+    "                         header with the kernel's argument struct and\n"
+    "                         signature, for host code). Default: cuda.\n"
     "  -D NAME=VALUE          override a specialization constant (repeatable;\n"
     "                         also -DNAME=VALUE)\n"
     "  -I DIR                 a folder where `include \"NAME\"` looks for NAME\n"
@@ -145,9 +147,9 @@ int main(int argc, char **argv) {
     std::cerr << kUsage;
     return fail("no input file");
   }
-  static const char *kinds[] = {"mlir", "mlir-lowered", "cuda", "ptx", "cubin", "info"};
+  static const char *kinds[] = {"mlir", "mlir-lowered", "cuda", "ptx", "cubin", "info", "args"};
   if (std::find(std::begin(kinds), std::end(kinds), emit) == std::end(kinds))
-    return fail("unknown --emit kind '" + emit + "' (mlir, mlir-lowered, cuda, ptx, cubin, info)");
+    return fail("unknown --emit kind '" + emit + "' (mlir, mlir-lowered, cuda, ptx, cubin, info, args)");
 
   opts.frontEndOnly = emit == "mlir";
   // `include "NAME"`: beside the input first, then the -I folders.
@@ -159,6 +161,21 @@ int main(int argc, char **argv) {
 
   qla::CompiledKernel ck;
   std::vector<std::string> diags;
+  if (emit == "args") {
+    std::string header;
+    if (!qla::kernelArgsHeader(ss.str(), input, opts, header, diags)) {
+      for (auto &d : diags) std::cerr << d << "\n";
+      return 1;
+    }
+    if (output.empty()) {
+      std::cout << header;
+      return 0;
+    }
+    std::ofstream out(output, std::ios::binary);
+    if (!out) return fail("cannot write '" + output + "'");
+    out << header;
+    return 0;
+  }
   // .mlir input: tile-level IR (as --emit=mlir prints it), straight to the passes.
   bool isMlir = input.size() > 5 && input.compare(input.size() - 5, 5, ".mlir") == 0;
   bool ok = isMlir ? qla::compileQlaMlir(ss.str(), input, opts, ck, diags)

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "GdnInternal.h"
+#include "qla/kernels/gdn_fwd_fused.h"
 #include "qla/op/Device.h"
 #include "qla/runtime/Log.h"
 
@@ -183,14 +184,6 @@ op::Signature stateSignature(const ForwardConfig &c) {
           2};
 }
 
-op::Signature fusedSignature(const ForwardConfig &c) {
-  const DType dt = c.dtype, f32 = DType::F32, i32 = DType::I32, pt = c.pool ? c.poolDtype : f32;
-  return {{"Q", "Kt", "Vt", "G", "Beta", "CU", "H0", "HS", "TS", "O", "HT", "Pool", "PI", "PO", "CS", "H", "AM", "GC",
-           "W"},
-          {dt, dt, dt, c.gDtype, c.betaDtype, c.cuDtype, f32, f32, dt, dt, f32, pt, i32, i32, i32, dt, dt, f32, dt},
-          3};
-}
-
 op::Signature fusedPass1Signature(const ForwardConfig &c) {
   const DType dt = c.dtype, f32 = DType::F32, bf = DType::BF16, i32 = DType::I32, pt = c.pool ? c.poolDtype : f32;
   return {{"Kt", "Vt", "G", "TS", "RK", "CU", "H0", "Pool", "PI", "LS", "PH", "PL", "HS"},
@@ -347,7 +340,7 @@ Plan buildPlan(const ForwardParams &p, const WorkspaceLayout &l, void *workspace
     op::checkSignature(plan.kernels.state->spec, *is, stateSignature(c), kContractDoc);
   } else {
     ifu = &compiled(*plan.kernels.fused).info();
-    op::checkSignature(plan.kernels.fused->spec, *ifu, fusedSignature(c), kContractDoc);
+    kernels::gdn_fwd_fused::check(plan.kernels.fused->spec, *ifu, kContractDoc);
   }
   if (split) {
     iseg = &compiled(*plan.kernels.segment).info();
@@ -407,10 +400,12 @@ Plan buildPlan(const ForwardParams &p, const WorkspaceLayout &l, void *workspace
   plan.state.scalars = {scale, segChunks};
   plan.state.stream = p.stream;
   if (fused) {
-    plan.fusedArgs.tensors = {arg(p.q), arg(p.k), arg(p.v), arg(p.g), arg(p.beta), CU, H0, HS, TS, arg(p.o), HT,
-                              Pool, PI, PO, CS, H, AM, GC, W};
-    plan.fusedArgs.scalars = {scale, segChunks, ckptChunks};
-    plan.fusedArgs.stream = p.stream;
+    kernels::gdn_fwd_fused::Args f;
+    f.Q = arg(p.q), f.Kt = arg(p.k), f.Vt = arg(p.v), f.G = arg(p.g), f.Beta = arg(p.beta), f.CU = CU, f.H0 = H0;
+    f.HS = HS, f.TS = TS, f.O = arg(p.o), f.HT = HT, f.Pool = Pool, f.PI = PI, f.PO = PO, f.CS = CS;
+    f.H = H, f.AM = AM, f.GC = GC, f.W = W;  // (the backward's recompute only)
+    f.scale = scale, f.ls = segChunks, f.ce = ckptChunks;
+    plan.fusedArgs = f.launch(p.stream);
   }
   if (split) {
     if (fused) {

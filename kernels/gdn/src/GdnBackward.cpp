@@ -9,6 +9,9 @@
 #include <sstream>
 
 #include "GdnInternal.h"
+#include "qla/kernels/gdn_bwd_finish.h"
+#include "qla/kernels/gdn_bwd_fused.h"
+#include "qla/kernels/gdn_fwd_fused.h"
 #include "qla/op/Device.h"
 #include "qla/runtime/Log.h"
 
@@ -499,9 +502,12 @@ Plan buildPlan(const BackwardParams &p, const BackwardLayout &l, void *workspace
     rt::TensorArg PI = contiguousArg(dummy, {1}), PO = contiguousArg(dummy, {1});
     rt::TensorArg CS = contiguousArg(dummy, {1, 1});
     plan.prepare = args({arg(p.k), arg(p.v), arg(p.g), arg(p.beta), CU, W, U, GC, AM, TS, RK1, UL}, {segChunks});
-    plan.state = args({arg(p.q), arg(p.k), arg(p.v), arg(p.g), arg(p.beta), CU, H0, HSin, TS, O, HT, Pool, PI, PO,
-                       CS, H, AM, GC, W},
-                      {scale, segChunks, 1.0});
+    kernels::gdn_fwd_fused::Args r;
+    r.Q = arg(p.q), r.Kt = arg(p.k), r.Vt = arg(p.v), r.G = arg(p.g), r.Beta = arg(p.beta), r.CU = CU, r.H0 = H0;
+    r.HS = HSin, r.TS = TS, r.O = O, r.HT = HT, r.Pool = Pool, r.PI = PI, r.PO = PO, r.CS = CS;
+    r.H = H, r.AM = AM, r.GC = GC, r.W = W;
+    r.scale = scale, r.ls = segChunks, r.ce = 1;
+    plan.state = r.launch(p.stream);
     if (plan.recomputeSplit) {
       plan.segment = args({arg(p.k), arg(p.v), arg(p.g), TS, RK1, CU, H0, Pool, PI, LS, PH, PL, HS}, {segChunks});
       plan.merge = args({GC, CU, LS, PH, PL, HS}, {segChunks});
@@ -532,35 +538,40 @@ Plan buildPlan(const BackwardParams &p, const BackwardLayout &l, void *workspace
   // The fused kernel: SD has one slice (whole V), the segments' end
   // gradients are GS (from the dh pass 1 and reverse merge, as for dh).
   rt::TensorArg SD1 = contiguousArg(ws + l.sd, {1, B, Hv, TC});
-  if (c.fused)
-    plan.fused = args({arg(p.q), arg(p.k), arg(p.v), arg(p.dout), arg(p.beta), GC, AM, CU, H, DHT, GS, DQH, DK2,
-                       arg(p.dv), arg(p.dbeta), DH0, SD1, RQ, RK, RW},
-                      {scale, dhChunks});
-  plan.finish = args({arg(p.q), arg(p.k), CU, DQH, DKH, DK2, RQ, RK, RW, c.fused ? SD1 : SD, arg(p.dq), arg(p.dk),
-                      arg(p.dg)},
-                     {});
+  if (c.fused) {
+    kernels::gdn_bwd_fused::Args f;
+    f.Q = arg(p.q), f.Kt = arg(p.k), f.Vt = arg(p.v), f.DO = arg(p.dout), f.Beta = arg(p.beta), f.GC = GC;
+    f.AM = AM, f.CU = CU, f.H = H, f.DHT = DHT, f.GS = GS, f.DQH = DQH, f.DK2 = DK2, f.DVO = arg(p.dv);
+    f.DBETA = arg(p.dbeta), f.DH0 = DH0, f.SD = SD1, f.RQ = RQ, f.RK = RK, f.RW = RW;
+    f.scale = scale, f.ls = dhChunks;
+    plan.fused = f.launch(p.stream);
+  }
+  kernels::gdn_bwd_finish::Args fin;
+  fin.Q = arg(p.q), fin.Kt = arg(p.k), fin.CU = CU, fin.DQH = DQH, fin.DKH = DKH, fin.DK2 = DK2, fin.RQ = RQ;
+  fin.RK = RK, fin.RW = RW, fin.SD = c.fused ? SD1 : SD, fin.DQ = arg(p.dq), fin.DKO = arg(p.dk), fin.DG = arg(p.dg);
+  plan.finish = fin.launch(p.stream);
 
-  // The compiled kernels' signatures (KERNELS.md), then what the runtime
-  // would refuse, before anything launches.
-  const DType cu = fc.cuDtype, bt = fc.betaDtype, gt = fc.gDtype;
+  // The compiled kernels' signatures (KERNELS.md; for the kernels whose
+  // arguments come from qlac's generated headers, the header's, and their
+  // defines name only the kernel's constants), then what the runtime would
+  // refuse, before anything launches.
+  const DType cu = fc.cuDtype, bt = fc.betaDtype;
   struct Check {
     op::KernelSlot *k;
     const rt::LaunchArgs *a;
     op::Signature sig;
+    const std::vector<std::string> *constants = nullptr;  // a generated header's (checkDefines)
   };
+  namespace gf = kernels::gdn_fwd_fused;
+  namespace gb = kernels::gdn_bwd_fused;
+  namespace gn = kernels::gdn_bwd_finish;
   std::vector<Check> checks = {
-      {plan.kernels.state, &plan.state, c.fused ? fusedSignature(fc) : stateSignature(fc)},
-      {plan.kernels.finish, &plan.finish,
-       {{"Q", "Kt", "CU", "DQH", "DKH", "DK2", "RQ", "RK", "RW", "SD", "DQ", "DKO", "DG"},
-        {dt, dt, cu, f32, f32, f32, f32, f32, f32, f32, dt, dt, gt},
-        0}},
+      c.fused ? Check{plan.kernels.state, &plan.state, gf::signature(plan.kernels.state->spec.defines), &gf::constants()}
+              : Check{plan.kernels.state, &plan.state, stateSignature(fc)},
+      {plan.kernels.finish, &plan.finish, gn::signature(plan.kernels.finish->spec.defines), &gn::constants()},
   };
   if (c.fused) {
-    checks.push_back({plan.kernels.fused, &plan.fused,
-                      {{"Q", "Kt", "Vt", "DO", "Beta", "GC", "AM", "CU", "H", "DHT", "GS", "DQH", "DK2", "DVO",
-                        "DBETA", "DH0", "SD", "RQ", "RK", "RW"},
-                       {dt, dt, dt, dt, bt, f32, dt, cu, dt, f32, f32, f32, f32, dt, bt, f32, f32, f32, f32, f32},
-                       2}});
+    checks.push_back({plan.kernels.fused, &plan.fused, gb::signature(plan.kernels.fused->spec.defines), &gb::constants()});
   } else {
     checks.push_back({plan.kernels.dh, &plan.dh, dhSignature(fc)});
     checks.push_back({plan.kernels.dqk, &plan.dqk,
@@ -582,6 +593,7 @@ Plan buildPlan(const BackwardParams &p, const BackwardLayout &l, void *workspace
     checks.push_back({plan.kernels.dhMerge, &plan.dhMerge, mergeSignature(fc)});
   }
   for (const Check &ch : checks) {
+    if (ch.constants) op::checkDefines(ch.k->spec, *ch.constants);
     const KernelInfo &info = compiled(*ch.k).info();
     op::checkSignature(ch.k->spec, info, ch.sig, kContractDoc);
     op::checkAgainstKernel(ch.k->spec, info, *ch.a, userNames());

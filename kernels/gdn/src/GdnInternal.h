@@ -127,7 +127,6 @@ void logPlan(const std::string &line);
 op::Signature prepareSignature(const ForwardConfig &c, DType am = DType::F32);
 op::Signature stateSignature(const ForwardConfig &c);
 op::Signature mergeSignature(const ForwardConfig &c);
-op::Signature fusedSignature(const ForwardConfig &c);
 op::Signature fusedPass1Signature(const ForwardConfig &c);
 
 // The path of the backward's recompute for head sizes K, V, as

@@ -13,6 +13,7 @@
 
 #include "qla/op/CAbi.h"
 #include "qla/op/Error.h"
+#include "qla/op/KernelArgs.h"
 #include "qla/op/KernelRegistry.h"
 #include "qla/op/Launch.h"
 #include "qla/op/Tensor.h"
@@ -360,4 +361,17 @@ kernel rmsnorm<BR = 64, D = 128, EPS = 1e-6>(X: bf16[R, 128], W: bf16[128], Y: o
   CHECK(op::launchGrid(info, args) == std::array<int64_t, 3>{2, 1, 1});  // cdiv(100, 64)
   args.tensors.pop_back();
   CHECK_THROWS_AS(op::launchGrid(info, args), op::Error);  // the runtime's rt::Error, as op::Error
+}
+
+TEST_CASE("op: generated kernel headers' helpers: dtype constants and defines", "[op][args]") {
+  const std::map<std::string, std::string> d = {{"DT", "f16"}, {"BAD", "f8"}};
+  CHECK(op::dtypeOf(d, "DT", DType::BF16) == DType::F16);
+  CHECK(op::dtypeOf(d, "BT", DType::F32) == DType::F32);  // not defined: the default
+  CHECK(errorOf([&] { op::dtypeOf(d, "BAD", DType::F32); }) ==
+        "internal error: the dtype constant BAD = 'f8' names no dtype");
+  const std::vector<std::string> constants = {"DT", "DK"};
+  CHECK(errorOf([&] { op::checkDefines(op::KernelSpec{"x.qla", {{"DT", "bf16"}, {"DK", "64"}}}, constants); }) ==
+        "<no error>");
+  CHECK(errorOf([&] { op::checkDefines(op::KernelSpec{"x.qla", {{"DT", "bf16"}, {"SAVE_VN", "0"}}}, constants); }) ==
+        "internal error: x.qla -D DT=bf16 -D SAVE_VN=0: x.qla has no specialization constant SAVE_VN");
 }

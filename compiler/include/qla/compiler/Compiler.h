@@ -84,6 +84,17 @@ bool compileQlaMlir(const std::string &mlirText, const std::string &filename, co
 bool listKernels(const std::string &source, const std::string &filename, std::vector<std::string> &names,
                  std::vector<std::string> &diagnostics, const CompileOptions &options = CompileOptions());
 
+// A C++ header for the host code that launches the kernel (qlac
+// --emit=args): in namespace qla::kernels::KERNEL, kFile, the
+// specialization constants' names (constants()), struct Args (one
+// rt::TensorArg per tensor argument and one double per scalar, in the
+// kernel's order, with launch(stream) -> rt::LaunchArgs) and
+// signature(defines) -> op::Signature (each tensor's dtype: a dtype
+// constant's value in the defines, else its default). The header includes
+// "qla/op/KernelArgs.h". Parses and checks the file with options.defines.
+bool kernelArgsHeader(const std::string &source, const std::string &filename, const CompileOptions &options,
+                      std::string &header, std::vector<std::string> &diagnostics);
+
 const char *qlaVersion();  // e.g. "0.1.0"
 
 }  // namespace qla
