@@ -15,6 +15,10 @@
 
 #include "GdnInternal.h"
 #include "qla/kernels/gdn_fwd_fused.h"
+#include "qla/kernels/gdn_fwd_fused_pass1.h"
+#include "qla/kernels/gdn_fwd_merge.h"
+#include "qla/kernels/gdn_fwd_prepare.h"
+#include "qla/kernels/gdn_fwd_state.h"
 #include "qla/op/Device.h"
 #include "qla/runtime/Log.h"
 
@@ -170,32 +174,6 @@ struct ConfigKernels {
   op::KernelSlot *tmat = nullptr;                       // prepare's T for a fused split (OUT_T=1)
 };
 
-op::Signature prepareSignature(const ForwardConfig &c, DType am) {
-  const DType dt = c.dtype, f32 = DType::F32;
-  return {{"Kt", "Vt", "G", "Beta", "CU", "W", "U", "GC", "AM", "TS", "RK", "UL"},
-          {dt, dt, c.gDtype, c.betaDtype, c.cuDtype, dt, dt, f32, am, dt, f32, dt},
-          1};
-}
-
-op::Signature stateSignature(const ForwardConfig &c) {
-  const DType dt = c.dtype, f32 = DType::F32, bf = DType::BF16;
-  return {{"Q", "Kt", "W", "U", "GC", "CU", "H0", "O", "HT", "HS", "LS", "PH", "PL", "H", "VN", "UL", "VNL"},
-          {dt, dt, dt, dt, f32, c.cuDtype, f32, dt, f32, f32, f32, bf, bf, dt, dt, dt, dt},
-          2};
-}
-
-op::Signature fusedPass1Signature(const ForwardConfig &c) {
-  const DType dt = c.dtype, f32 = DType::F32, bf = DType::BF16, i32 = DType::I32, pt = c.pool ? c.poolDtype : f32;
-  return {{"Kt", "Vt", "G", "TS", "RK", "CU", "H0", "Pool", "PI", "LS", "PH", "PL", "HS"},
-          {dt, dt, c.gDtype, dt, f32, c.cuDtype, f32, pt, i32, f32, bf, bf, f32},
-          1};
-}
-
-op::Signature mergeSignature(const ForwardConfig &c) {
-  const DType f32 = DType::F32, bf = DType::BF16;
-  return {{"GC", "CU", "LS", "PH", "PL", "HS"}, {f32, c.cuDtype, f32, bf, bf, f32}, 1};
-}
-
 uint32_t configKey(const ForwardConfig &c) {
   uint32_t k = 0;
   auto put = [&](uint32_t v, int bits) { k = (k << bits) | v; };
@@ -333,11 +311,11 @@ Plan buildPlan(const ForwardParams &p, const WorkspaceLayout &l, void *workspace
   const KernelInfo *ip = nullptr, *is = nullptr, *iseg = nullptr, *imerge = nullptr, *ifu = nullptr;
   if (launchesPrepare(l.schedule)) {
     ip = &compiled(*plan.kernels.prepare).info();
-    op::checkSignature(plan.kernels.prepare->spec, *ip, prepareSignature(c), kContractDoc);
+    kernels::gdn_fwd_prepare::check(plan.kernels.prepare->spec, *ip, kContractDoc);
   }
   if (!fused) {
     is = &compiled(*plan.kernels.state).info();
-    op::checkSignature(plan.kernels.state->spec, *is, stateSignature(c), kContractDoc);
+    kernels::gdn_fwd_state::check(plan.kernels.state->spec, *is, kContractDoc);
   } else {
     ifu = &compiled(*plan.kernels.fused).info();
     kernels::gdn_fwd_fused::check(plan.kernels.fused->spec, *ifu, kContractDoc);
@@ -345,9 +323,9 @@ Plan buildPlan(const ForwardParams &p, const WorkspaceLayout &l, void *workspace
   if (split) {
     iseg = &compiled(*plan.kernels.segment).info();
     imerge = &compiled(*plan.kernels.merge).info();
-    op::checkSignature(plan.kernels.segment->spec, *iseg, fused ? fusedPass1Signature(c) : stateSignature(c),
-                       kContractDoc);
-    op::checkSignature(plan.kernels.merge->spec, *imerge, mergeSignature(c), kContractDoc);
+    if (fused) kernels::gdn_fwd_fused_pass1::check(plan.kernels.segment->spec, *iseg, kContractDoc);
+    else kernels::gdn_fwd_state::check(plan.kernels.segment->spec, *iseg, kContractDoc);
+    kernels::gdn_fwd_merge::check(plan.kernels.merge->spec, *imerge, kContractDoc);
   }
 
   const int64_t B = p.q.shape[0], T = p.q.shape[1], Hv = p.v.shape[2], K = p.q.shape[3], V = p.v.shape[3];
@@ -391,14 +369,18 @@ Plan buildPlan(const ForwardParams &p, const WorkspaceLayout &l, void *workspace
   rt::TensorArg VN = contiguousArg(dummy, {B, T, Hv, V});
   rt::TensorArg UL = contiguousArg(dummy, {B, T, Hv, V});
   rt::TensorArg VNL = contiguousArg(dummy, {B, T, Hv, V});
-  plan.prepare.tensors = {arg(p.k), arg(p.v), arg(p.g), arg(p.beta), CU, W, U, GC, AM, TS, RK, UL};
-  plan.prepare.scalars = {double(l.schedule.segChunks)};  // (read with OUT_T=1 only)
-  plan.prepare.stream = p.stream;
   const double scale = std::isnan(p.scale) ? 1.0 / std::sqrt(double(K)) : p.scale;
   const double segChunks = double(l.schedule.segChunks);
-  plan.state.tensors = {arg(p.q), arg(p.k), W, U, GC, CU, H0, arg(p.o), HT, HS, LS, PH, PL, H, VN, UL, VNL};
-  plan.state.scalars = {scale, segChunks};
-  plan.state.stream = p.stream;
+  kernels::gdn_fwd_prepare::Args pr;
+  pr.Kt = arg(p.k), pr.Vt = arg(p.v), pr.G = arg(p.g), pr.Beta = arg(p.beta), pr.CU = CU, pr.W = W, pr.U = U;
+  pr.GC = GC, pr.AM = AM, pr.TS = TS, pr.RK = RK, pr.UL = UL;
+  pr.ls = segChunks;  // (read with OUT_T=1 only)
+  plan.prepare = pr.launch(p.stream);
+  kernels::gdn_fwd_state::Args st;
+  st.Q = arg(p.q), st.Kt = arg(p.k), st.W = W, st.U = U, st.GC = GC, st.CU = CU, st.H0 = H0, st.O = arg(p.o);
+  st.HT = HT, st.HS = HS, st.LS = LS, st.PH = PH, st.PL = PL, st.H = H, st.VN = VN, st.UL = UL, st.VNL = VNL;
+  st.scale = scale, st.ls = segChunks;
+  plan.state = st.launch(p.stream);
   if (fused) {
     kernels::gdn_fwd_fused::Args f;
     f.Q = arg(p.q), f.Kt = arg(p.k), f.Vt = arg(p.v), f.G = arg(p.g), f.Beta = arg(p.beta), f.CU = CU, f.H0 = H0;
@@ -409,15 +391,18 @@ Plan buildPlan(const ForwardParams &p, const WorkspaceLayout &l, void *workspace
   }
   if (split) {
     if (fused) {
-      plan.segment.tensors = {arg(p.k), arg(p.v), arg(p.g), TS, RK, CU, H0, Pool, PI, LS, PH, PL, HS};
-      plan.segment.scalars = {segChunks};
-      plan.segment.stream = p.stream;
+      kernels::gdn_fwd_fused_pass1::Args s1;
+      s1.Kt = arg(p.k), s1.Vt = arg(p.v), s1.G = arg(p.g), s1.TS = TS, s1.RK = RK, s1.CU = CU, s1.H0 = H0;
+      s1.Pool = Pool, s1.PI = PI, s1.LS = LS, s1.PH = PH, s1.PL = PL, s1.HS = HS;
+      s1.ls = segChunks;
+      plan.segment = s1.launch(p.stream);
     } else {
       plan.segment = plan.state;
     }
-    plan.merge.tensors = {GC, CU, LS, PH, PL, HS};
-    plan.merge.scalars = {segChunks};
-    plan.merge.stream = p.stream;
+    kernels::gdn_fwd_merge::Args m;
+    m.GC = GC, m.CU = CU, m.LS = LS, m.PH = PH, m.PL = PL, m.HS = HS;
+    m.ls = segChunks;
+    plan.merge = m.launch(p.stream);
   }
 
   // Before any launches: what the runtime would refuse, with user-facing names.

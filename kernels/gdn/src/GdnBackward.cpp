@@ -9,9 +9,16 @@
 #include <sstream>
 
 #include "GdnInternal.h"
+#include "qla/kernels/gdn_bwd_dh.h"
+#include "qla/kernels/gdn_bwd_dqk.h"
 #include "qla/kernels/gdn_bwd_finish.h"
 #include "qla/kernels/gdn_bwd_fused.h"
+#include "qla/kernels/gdn_bwd_wy.h"
 #include "qla/kernels/gdn_fwd_fused.h"
+#include "qla/kernels/gdn_fwd_fused_pass1.h"
+#include "qla/kernels/gdn_fwd_merge.h"
+#include "qla/kernels/gdn_fwd_prepare.h"
+#include "qla/kernels/gdn_fwd_state.h"
 #include "qla/op/Device.h"
 #include "qla/runtime/Log.h"
 
@@ -391,13 +398,6 @@ struct Plan {
   rt::LaunchArgs prepare, segment, merge, state, dhSegment, dhMerge, dh, dqk, wy, finish, fused;
 };
 
-op::Signature dhSignature(const ForwardConfig &fc) {
-  const DType dt = fc.dtype, f32 = DType::F32, bf = DType::BF16, cu = fc.cuDtype;
-  return {{"Q", "Kt", "W", "DO", "GC", "CU", "H", "DHT", "DH", "DVD", "DH0", "SD", "GS", "LS", "PH", "PL"},
-          {dt, dt, dt, dt, f32, cu, dt, f32, dt, dt, f32, f32, f32, f32, bf, bf},
-          2};
-}
-
 // The state gradient's split in the log (QLA_LOG=info: the first call of
 // each shape and choice; debug: every call), e.g. "gdn backward B=1 T=8192
 // Hv=32 ...: fused gradient kernel, state gradient in segments of 32 chunks
@@ -431,7 +431,6 @@ Plan buildPlan(const BackwardParams &p, const BackwardLayout &l, void *workspace
   plan.recomputeSplit = l.fwd.schedule.split && !p.checkpoints;
   // The fused recompute in the schedule's V slice.
   if (c.fused && l.fwd.schedule.fusedBv < fusedWideBv(c.fwd.V)) plan.kernels.state = plan.kernels.stateSlice;
-  const DType dt = fc.dtype, f32 = DType::F32;
   const int64_t B = p.q.shape[0], T = p.q.shape[1], Hv = p.v.shape[2], K = p.q.shape[3], V = p.v.shape[3];
   const int64_t N = fc.varlen ? p.cu_seqlens->shape[0] - 1 : B;
   const int64_t NZ = l.fwd.schedule.numIds, DZ = l.dhSched.numIds, TC = l.fwd.gcSlots, NH = l.stateSlots;
@@ -485,13 +484,16 @@ Plan buildPlan(const BackwardParams &p, const BackwardLayout &l, void *workspace
 
   const double scale = std::isnan(p.scale) ? 1.0 / std::sqrt(double(K)) : p.scale;
   const double segChunks = double(l.fwd.schedule.segChunks), dhChunks = double(l.dhSched.segChunks);
-  auto args = [&](std::vector<rt::TensorArg> t, std::vector<double> s) {
-    rt::LaunchArgs a;
-    a.tensors = std::move(t);
-    a.scalars = std::move(s);
-    a.stream = p.stream;
-    return a;
+  // Each kernel's arguments by name (qla/kernels/NAME.h, generated from the
+  // .qla file), then its check: the compiled kernel against that header.
+  using Checker = void (*)(const op::KernelSpec &, const KernelInfo &, const std::string &);
+  struct Check {
+    op::KernelSlot *k;
+    const rt::LaunchArgs *a;
+    Checker check;
   };
+  std::vector<Check> checks;
+  namespace kn = kernels;
   if (c.fused) {
     // gdn_fwd_fused.qla with BWD = 1 (no O, no pool: stand-ins), with a
     // split after prepare's T (OUT_T = 1: TS and RK only), the fused pass 1
@@ -501,101 +503,102 @@ Plan buildPlan(const BackwardParams &p, const BackwardLayout &l, void *workspace
     rt::TensorArg Pool = contiguousArg(dummy, {1, Hv, V, K});
     rt::TensorArg PI = contiguousArg(dummy, {1}), PO = contiguousArg(dummy, {1});
     rt::TensorArg CS = contiguousArg(dummy, {1, 1});
-    plan.prepare = args({arg(p.k), arg(p.v), arg(p.g), arg(p.beta), CU, W, U, GC, AM, TS, RK1, UL}, {segChunks});
-    kernels::gdn_fwd_fused::Args r;
+    kn::gdn_fwd_prepare::Args pr;
+    pr.Kt = arg(p.k), pr.Vt = arg(p.v), pr.G = arg(p.g), pr.Beta = arg(p.beta), pr.CU = CU, pr.W = W, pr.U = U;
+    pr.GC = GC, pr.AM = AM, pr.TS = TS, pr.RK = RK1, pr.UL = UL, pr.ls = segChunks;
+    plan.prepare = pr.launch(p.stream);
+    kn::gdn_fwd_fused::Args r;
     r.Q = arg(p.q), r.Kt = arg(p.k), r.Vt = arg(p.v), r.G = arg(p.g), r.Beta = arg(p.beta), r.CU = CU, r.H0 = H0;
     r.HS = HSin, r.TS = TS, r.O = O, r.HT = HT, r.Pool = Pool, r.PI = PI, r.PO = PO, r.CS = CS;
     r.H = H, r.AM = AM, r.GC = GC, r.W = W;
     r.scale = scale, r.ls = segChunks, r.ce = 1;
     plan.state = r.launch(p.stream);
+    checks.push_back({plan.kernels.state, &plan.state, kn::gdn_fwd_fused::check});
     if (plan.recomputeSplit) {
-      plan.segment = args({arg(p.k), arg(p.v), arg(p.g), TS, RK1, CU, H0, Pool, PI, LS, PH, PL, HS}, {segChunks});
-      plan.merge = args({GC, CU, LS, PH, PL, HS}, {segChunks});
+      kn::gdn_fwd_fused_pass1::Args s1;
+      s1.Kt = arg(p.k), s1.Vt = arg(p.v), s1.G = arg(p.g), s1.TS = TS, s1.RK = RK1, s1.CU = CU, s1.H0 = H0;
+      s1.Pool = Pool, s1.PI = PI, s1.LS = LS, s1.PH = PH, s1.PL = PL, s1.HS = HS, s1.ls = segChunks;
+      plan.segment = s1.launch(p.stream);
+      checks.push_back({plan.kernels.prepare, &plan.prepare, kn::gdn_fwd_prepare::check});
+      checks.push_back({plan.kernels.segment, &plan.segment, kn::gdn_fwd_fused_pass1::check});
     }
   } else {
-    plan.prepare = args({arg(p.k), arg(p.v), arg(p.g), arg(p.beta), CU, W, U, GC, AM, PTS, PRK, UL}, {segChunks});
-    plan.state =
-        args({arg(p.q), arg(p.k), W, U, GC, CU, H0, O, HT, HSin, LS, PH, PL, H, VN, UL, VNL}, {scale, segChunks});
+    kn::gdn_fwd_prepare::Args pr;
+    pr.Kt = arg(p.k), pr.Vt = arg(p.v), pr.G = arg(p.g), pr.Beta = arg(p.beta), pr.CU = CU, pr.W = W, pr.U = U;
+    pr.GC = GC, pr.AM = AM, pr.TS = PTS, pr.RK = PRK, pr.UL = UL, pr.ls = segChunks;
+    plan.prepare = pr.launch(p.stream);
+    kn::gdn_fwd_state::Args st;
+    st.Q = arg(p.q), st.Kt = arg(p.k), st.W = W, st.U = U, st.GC = GC, st.CU = CU, st.H0 = H0, st.O = O, st.HT = HT;
+    st.HS = HSin, st.LS = LS, st.PH = PH, st.PL = PL, st.H = H, st.VN = VN, st.UL = UL, st.VNL = VNL;
+    st.scale = scale, st.ls = segChunks;
+    plan.state = st.launch(p.stream);
+    checks.push_back({plan.kernels.prepare, &plan.prepare, kn::gdn_fwd_prepare::check});
+    checks.push_back({plan.kernels.state, &plan.state, kn::gdn_fwd_state::check});
     if (plan.recomputeSplit) {
-      plan.segment =
-          args({arg(p.q), arg(p.k), W, U, GC, CU, H0, O, HT, HS, LS, PH, PL, H, VN, UL, VNL}, {scale, segChunks});
-      plan.merge = args({GC, CU, LS, PH, PL, HS}, {segChunks});
+      st.HS = HS;  // (pass 1 writes LS, PH, PL; the merge HS)
+      plan.segment = st.launch(p.stream);
+      checks.push_back({plan.kernels.segment, &plan.segment, kn::gdn_fwd_state::check});
     }
+  }
+  if (plan.recomputeSplit) {
+    kn::gdn_fwd_merge::Args m;
+    m.GC = GC, m.CU = CU, m.LS = LS, m.PH = PH, m.PL = PL, m.HS = HS, m.ls = segChunks;
+    plan.merge = m.launch(p.stream);
+    checks.push_back({plan.kernels.merge, &plan.merge, kn::gdn_fwd_merge::check});
   }
   // The state gradient's context parallelism (its own segments, or the
   // recompute's regions reused where it splits alike: free once the states'
   // recompute is done; same stream): GS takes the segments' end gradients,
   // DLS, DPH, DPL the reverse pass 1's output (never the caller's
   // checkpoints).
-  plan.dh = args({arg(p.q), arg(p.k), W, arg(p.dout), GC, CU, H, DHT, DH, DVD, DH0, SD, GS, DLS, DPH, DPL},
-                 {scale, dhChunks});
+  kn::gdn_bwd_dh::Args dh;
+  dh.Q = arg(p.q), dh.Kt = arg(p.k), dh.W = W, dh.DO = arg(p.dout), dh.GC = GC, dh.CU = CU, dh.H = H, dh.DHT = DHT;
+  dh.DH = DH, dh.DVD = DVD, dh.DH0 = DH0, dh.SD = SD, dh.GS = GS, dh.LS = DLS, dh.PH = DPH, dh.PL = DPL;
+  dh.scale = scale, dh.ls = dhChunks;
+  plan.dh = dh.launch(p.stream);
   if (plan.split) {
     plan.dhSegment = plan.dh;
-    plan.dhMerge = args({GC, CU, DLS, DPH, DPL, GS}, {dhChunks});
+    kn::gdn_fwd_merge::Args m;
+    m.GC = GC, m.CU = CU, m.LS = DLS, m.PH = DPH, m.PL = DPL, m.HS = GS, m.ls = dhChunks;
+    plan.dhMerge = m.launch(p.stream);
+    checks.push_back({plan.kernels.dhSegment, &plan.dhSegment, kn::gdn_bwd_dh::check});
+    checks.push_back({plan.kernels.dhMerge, &plan.dhMerge, kn::gdn_fwd_merge::check});
   }
-  plan.dqk = args({arg(p.q), arg(p.k), VN, DVD, arg(p.dout), GC, CU, H, DH, DQH, DKH, DW, RQ, RK, VNL}, {scale});
-  plan.wy = args({arg(p.k), arg(p.v), arg(p.beta), GC, AM, CU, DW, DVD, DK2, arg(p.dv), arg(p.dbeta), RW}, {});
   // The fused kernel: SD has one slice (whole V), the segments' end
   // gradients are GS (from the dh pass 1 and reverse merge, as for dh).
   rt::TensorArg SD1 = contiguousArg(ws + l.sd, {1, B, Hv, TC});
   if (c.fused) {
-    kernels::gdn_bwd_fused::Args f;
+    kn::gdn_bwd_fused::Args f;
     f.Q = arg(p.q), f.Kt = arg(p.k), f.Vt = arg(p.v), f.DO = arg(p.dout), f.Beta = arg(p.beta), f.GC = GC;
     f.AM = AM, f.CU = CU, f.H = H, f.DHT = DHT, f.GS = GS, f.DQH = DQH, f.DK2 = DK2, f.DVO = arg(p.dv);
     f.DBETA = arg(p.dbeta), f.DH0 = DH0, f.SD = SD1, f.RQ = RQ, f.RK = RK, f.RW = RW;
     f.scale = scale, f.ls = dhChunks;
     plan.fused = f.launch(p.stream);
+    checks.push_back({plan.kernels.fused, &plan.fused, kn::gdn_bwd_fused::check});
+  } else {
+    kn::gdn_bwd_dqk::Args q;
+    q.Q = arg(p.q), q.Kt = arg(p.k), q.VN = VN, q.DVD = DVD, q.DO = arg(p.dout), q.GC = GC, q.CU = CU, q.H = H;
+    q.DH = DH, q.DQH = DQH, q.DKH = DKH, q.DW = DW, q.RQ = RQ, q.RK = RK, q.VNL = VNL, q.scale = scale;
+    plan.dqk = q.launch(p.stream);
+    kn::gdn_bwd_wy::Args y;
+    y.Kt = arg(p.k), y.Vt = arg(p.v), y.Beta = arg(p.beta), y.GC = GC, y.AM = AM, y.CU = CU, y.DW = DW, y.DVD = DVD;
+    y.DK2 = DK2, y.DVO = arg(p.dv), y.DBETA = arg(p.dbeta), y.RW = RW;
+    plan.wy = y.launch(p.stream);
+    checks.push_back({plan.kernels.dh, &plan.dh, kn::gdn_bwd_dh::check});
+    checks.push_back({plan.kernels.dqk, &plan.dqk, kn::gdn_bwd_dqk::check});
+    checks.push_back({plan.kernels.wy, &plan.wy, kn::gdn_bwd_wy::check});
   }
-  kernels::gdn_bwd_finish::Args fin;
+  kn::gdn_bwd_finish::Args fin;
   fin.Q = arg(p.q), fin.Kt = arg(p.k), fin.CU = CU, fin.DQH = DQH, fin.DKH = DKH, fin.DK2 = DK2, fin.RQ = RQ;
   fin.RK = RK, fin.RW = RW, fin.SD = c.fused ? SD1 : SD, fin.DQ = arg(p.dq), fin.DKO = arg(p.dk), fin.DG = arg(p.dg);
   plan.finish = fin.launch(p.stream);
+  checks.push_back({plan.kernels.finish, &plan.finish, kn::gdn_bwd_finish::check});
 
-  // The compiled kernels' signatures (KERNELS.md; for the kernels whose
-  // arguments come from qlac's generated headers, the header's, and their
-  // defines name only the kernel's constants), then what the runtime would
-  // refuse, before anything launches.
-  const DType cu = fc.cuDtype, bt = fc.betaDtype;
-  struct Check {
-    op::KernelSlot *k;
-    const rt::LaunchArgs *a;
-    op::Signature sig;
-    const std::vector<std::string> *constants = nullptr;  // a generated header's (checkDefines)
-  };
-  namespace gf = kernels::gdn_fwd_fused;
-  namespace gb = kernels::gdn_bwd_fused;
-  namespace gn = kernels::gdn_bwd_finish;
-  std::vector<Check> checks = {
-      c.fused ? Check{plan.kernels.state, &plan.state, gf::signature(plan.kernels.state->spec.defines), &gf::constants()}
-              : Check{plan.kernels.state, &plan.state, stateSignature(fc)},
-      {plan.kernels.finish, &plan.finish, gn::signature(plan.kernels.finish->spec.defines), &gn::constants()},
-  };
-  if (c.fused) {
-    checks.push_back({plan.kernels.fused, &plan.fused, gb::signature(plan.kernels.fused->spec.defines), &gb::constants()});
-  } else {
-    checks.push_back({plan.kernels.dh, &plan.dh, dhSignature(fc)});
-    checks.push_back({plan.kernels.dqk, &plan.dqk,
-                      {{"Q", "Kt", "VN", "DVD", "DO", "GC", "CU", "H", "DH", "DQH", "DKH", "DW", "RQ", "RK", "VNL"},
-                       {dt, dt, dt, dt, dt, f32, cu, dt, dt, f32, f32, dt, f32, f32, dt},
-                       1}});
-    checks.push_back({plan.kernels.wy, &plan.wy,
-                      {{"Kt", "Vt", "Beta", "GC", "AM", "CU", "DW", "DVD", "DK2", "DVO", "DBETA", "RW"},
-                       {dt, dt, bt, f32, f32, cu, dt, dt, f32, dt, bt, f32},
-                       0}});
-  }
-  if (!c.fused || plan.recomputeSplit) checks.push_back({plan.kernels.prepare, &plan.prepare, prepareSignature(fc)});
-  if (plan.recomputeSplit) {
-    checks.push_back({plan.kernels.segment, &plan.segment, c.fused ? fusedPass1Signature(fc) : stateSignature(fc)});
-    checks.push_back({plan.kernels.merge, &plan.merge, mergeSignature(fc)});
-  }
-  if (plan.split) {
-    checks.push_back({plan.kernels.dhSegment, &plan.dhSegment, dhSignature(fc)});
-    checks.push_back({plan.kernels.dhMerge, &plan.dhMerge, mergeSignature(fc)});
-  }
+  // Before anything launches: each compiled kernel against its header, then
+  // what the runtime would refuse.
   for (const Check &ch : checks) {
-    if (ch.constants) op::checkDefines(ch.k->spec, *ch.constants);
     const KernelInfo &info = compiled(*ch.k).info();
-    op::checkSignature(ch.k->spec, info, ch.sig, kContractDoc);
+    ch.check(ch.k->spec, info, kContractDoc);
     op::checkAgainstKernel(ch.k->spec, info, *ch.a, userNames());
     op::launchGrid(info, *ch.a);
   }

@@ -122,13 +122,6 @@ void launchBackwardImpl(const BackwardParams &p, void *workspace, size_t workspa
 // written in the process, a process-wide set of them; debug: every call).
 void logPlan(const std::string &line);
 
-// The forward kernels' argument lists (KERNELS.md).
-// am: AM's dtype (f32; the fused gradient kernel's recompute writes the input dtype).
-op::Signature prepareSignature(const ForwardConfig &c, DType am = DType::F32);
-op::Signature stateSignature(const ForwardConfig &c);
-op::Signature mergeSignature(const ForwardConfig &c);
-op::Signature fusedPass1Signature(const ForwardConfig &c);
-
 // The path of the backward's recompute for head sizes K, V, as
 // forwardSchedule's fusedMode: 1 where the fused gradient kernel takes the
 // call (the recompute is gdn_fwd_fused.qla with BWD = 1), else -1 (prepare

@@ -6,6 +6,8 @@
 // gdn_state_t.qla transposes to and from QLA's K-first layout. The operators
 // in between run unchanged, on the scratch.
 #include "GdnInternal.h"
+#include "qla/kernels/gdn_gate.h"
+#include "qla/kernels/gdn_state_t.h"
 
 #include "qla/op/Device.h"
 
@@ -69,12 +71,9 @@ OptionLayout optionLayout(const Shape3 &s, bool gate, bool backward, int states)
   return l;
 }
 
-// The gate's tensors for one launch, in the kernel's order (G, ALog, DtB,
-// DGW, GO, DG, PA, PD, DA, DD); what a pass does not touch points at the
-// dummy region.
-struct GateArgs {
-  rt::TensorArg g, alog, dtb, dgw, go, dg, pa, pd, da, dd;
-};
+// The gate's tensors for one launch (qla/kernels/gdn_gate.h); what a pass
+// does not touch points at the dummy region.
+using GateArgs = kernels::gdn_gate::Args;
 
 GateArgs gateArgs(const TensorRef &g, const TensorRef &alog, const std::optional<TensorRef> &dtb,
                   const OptionLayout &l, char *ws, bool backward) {
@@ -84,37 +83,38 @@ GateArgs gateArgs(const TensorRef &g, const TensorRef &alog, const std::optional
     return op::contiguousArg(present ? ws + off : dummy, std::move(shape));
   };
   GateArgs a;
-  a.g = arg(g);
-  a.alog = arg(alog);
-  a.dtb = dtb ? arg(*dtb) : op::contiguousArg(dummy, {Hv});
-  a.go = region(l.go, true, {B, T, Hv});
-  a.dgw = region(l.dgw, backward, {B, T, Hv});
-  a.dg = op::contiguousArg(dummy, {B, T, Hv});
-  a.pa = region(l.pa, backward, {NP, Hv});
-  a.pd = region(l.pd, backward, {NP, Hv});
-  a.da = region(l.da, backward, {Hv});
-  a.dd = region(l.dd, backward, {Hv});
+  a.G = arg(g);
+  a.ALog = arg(alog);
+  a.DtB = dtb ? arg(*dtb) : op::contiguousArg(dummy, {Hv});
+  a.GO = region(l.go, true, {B, T, Hv});
+  a.DGW = region(l.dgw, backward, {B, T, Hv});
+  a.DG = op::contiguousArg(dummy, {B, T, Hv});
+  a.PA = region(l.pa, backward, {NP, Hv});
+  a.PD = region(l.pd, backward, {NP, Hv});
+  a.DA = region(l.da, backward, {Hv});
+  a.DD = region(l.dd, backward, {Hv});
   return a;
 }
 
-void launchOne(const KernelSpec &spec, std::vector<rt::TensorArg> tensors, CUstream stream, CUcontext ctx) {
+// One launch of `spec`, checked against its generated header's check.
+using Checker = void (*)(const op::KernelSpec &, const KernelInfo &, const std::string &);
+void launchOne(const KernelSpec &spec, const rt::LaunchArgs &args, Checker check, CUcontext ctx) {
   op::KernelSlot &slot = registry().slot(opSpec(spec));
-  rt::LaunchArgs args;
-  args.tensors = std::move(tensors);
-  args.stream = stream;
+  check(slot.spec, compiled(slot).info(), kContractDoc);
   op::launchAll(registry(), ctx, {{&slot, &args}});
 }
 
 void launchGate(const ForwardConfig &c, int pass, const GateArgs &a, CUstream stream, CUcontext ctx) {
-  launchOne(gateKernelSpec(c, pass), {a.g, a.alog, a.dtb, a.dgw, a.go, a.dg, a.pa, a.pd, a.da, a.dd}, stream, ctx);
+  launchOne(gateKernelSpec(c, pass), a.launch(stream), kernels::gdn_gate::check, ctx);
 }
 
 // One state tensor [N, Hv, X, Y] into `out` [N, Hv, Y, X] (both contiguous).
 void transposeStates(const ForwardConfig &c, bool toKFirst, void *in, void *out, const Shape3 &s, CUstream stream,
                      CUcontext ctx) {
   const int64_t R = toKFirst ? s.V : s.K, CC = toKFirst ? s.K : s.V;
-  launchOne(stateTransposeKernelSpec(c, toKFirst),
-            {op::contiguousArg(in, {s.N * s.Hv, R, CC}), op::contiguousArg(out, {s.N * s.Hv, CC, R})}, stream, ctx);
+  kernels::gdn_state_t::Args a;
+  a.X = op::contiguousArg(in, {s.N * s.Hv, R, CC}), a.Y = op::contiguousArg(out, {s.N * s.Hv, CC, R});
+  launchOne(stateTransposeKernelSpec(c, toKFirst), a.launch(stream), kernels::gdn_state_t::check, ctx);
 }
 
 ForwardConfig optionConfig(const TensorRef &g, bool gate, bool bias) {
@@ -241,11 +241,11 @@ void launchWithOptions(const BackwardParams &p, void *workspace, size_t workspac
   if (p.state_v_first && p.dh0) transposeStates(c, false, ws + l.s2, p.dh0->data, s, p.stream, ctx);
   if (p.use_gate) {
     // The raw input's gradient into dg, then the parameters' sums.
-    a.dg = arg(p.dg);
+    a.DG = arg(p.dg);
     launchGate(c, 1, a, p.stream, ctx);
     if (p.dA_log || p.ddt_bias) {
-      if (p.dA_log) a.da = arg(*p.dA_log);
-      if (p.ddt_bias) a.dd = arg(*p.ddt_bias);
+      if (p.dA_log) a.DA = arg(*p.dA_log);
+      if (p.ddt_bias) a.DD = arg(*p.ddt_bias);
       launchGate(c, 2, a, p.stream, ctx);
     }
   }

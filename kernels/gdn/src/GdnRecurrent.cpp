@@ -1,6 +1,7 @@
 // Decode and speculative verify over a state pool (qla/gdn.h,
 // RecurrentParams; kernels/gdn/gdn_recurrent.qla).
 #include "GdnInternal.h"
+#include "qla/kernels/gdn_recurrent.h"
 
 #include <algorithm>
 #include <cmath>
@@ -199,13 +200,14 @@ void recurrent(const RecurrentParams &p) {
     auto param = [&](const std::optional<TensorRef> &t) {
       return t ? detail::arg(*t) : op::contiguousArg(p.g.data, {Hv});
     };
-    rt::LaunchArgs a;
-    a.tensors = {detail::arg(p.q),          detail::arg(p.k),           detail::arg(p.v),
-                 detail::arg(p.g),          detail::arg(p.beta),        param(p.A_log),
-                 param(p.dt_bias),          detail::arg(p.read_index),  detail::arg(p.write_index),
-                 detail::arg(p.state_pool), detail::arg(p.o)};
-    a.scalars = {std::isnan(p.scale) ? 1.0 / std::sqrt(double(p.q.shape[3])) : p.scale};
-    a.stream = p.stream;
+    kernels::gdn_recurrent::Args r;
+    r.Q = detail::arg(p.q), r.Kt = detail::arg(p.k), r.Vt = detail::arg(p.v), r.G = detail::arg(p.g);
+    r.Beta = detail::arg(p.beta), r.ALog = param(p.A_log), r.DtB = param(p.dt_bias);
+    r.RI = detail::arg(p.read_index), r.WI = detail::arg(p.write_index), r.Pool = detail::arg(p.state_pool);
+    r.O = detail::arg(p.o);
+    r.scale = std::isnan(p.scale) ? 1.0 / std::sqrt(double(p.q.shape[3])) : p.scale;
+    const rt::LaunchArgs a = r.launch(p.stream);
+    kernels::gdn_recurrent::check(slot.spec, detail::compiled(slot).info(), detail::kContractDoc);
     op::launchAll(detail::registry(), ctx, {{&slot, &a}});
   });
 }

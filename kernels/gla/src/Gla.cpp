@@ -2,6 +2,7 @@
 // specializations, the launch plan and the launch, on the shared operator
 // layer of kernels/common (qla::op). See qla/gla.h, kernels/gla/KERNELS.md
 // and docs/tutorial.md.
+#include "qla/kernels/gla_fwd.h"
 #include "qla/gla.h"
 
 #include <cmath>
@@ -130,13 +131,6 @@ op::KernelSlot &slotFor(const ForwardConfig &c) {
 }
 
 // The kernel's argument list (KERNELS.md).
-op::Signature forwardSignature(const ForwardConfig &c) {
-  const DType dt = c.dtype, f32 = DType::F32;
-  return {{"Q", "Kt", "Vt", "G", "CU", "H0", "O", "HT"},
-          {dt, dt, dt, f32, c.varlen ? c.cuDtype : DType::I32, f32, dt, f32},
-          1};
-}
-
 const op::ArgNames &userNames() {
   static const op::ArgNames names = {{"Q", "q"},  {"Kt", "k"},           {"Vt", "v"},
                                      {"G", "g"},  {"CU", "cu_seqlens"},  {"H0", "initial_state"},
@@ -169,7 +163,7 @@ Plan buildPlan(const ForwardParams &p) {
   const ForwardConfig &c = plan.config;
   plan.kernel = &slotFor(c);
   const KernelInfo &info = registry().compiled(*plan.kernel).info();
-  op::checkSignature(plan.kernel->spec, info, forwardSignature(c), kContractDoc);
+  kernels::gla_fwd::check(plan.kernel->spec, info, kContractDoc);
 
   const int64_t B = p.q.shape[0], H = p.v.shape[2], K = p.q.shape[3], V = p.v.shape[3];
   const int64_t N = c.varlen ? p.cu_seqlens->shape[0] - 1 : B;
@@ -178,9 +172,10 @@ Plan buildPlan(const ForwardParams &p) {
   rt::TensorArg CU = c.varlen ? arg(*p.cu_seqlens) : contiguousArg(stand, {1});
   rt::TensorArg H0 = c.initialState ? arg(*p.initial_state) : contiguousArg(stand, {N, H, K, V});
   rt::TensorArg HT = c.finalState ? arg(*p.final_state) : contiguousArg(stand, {N, H, K, V});
-  plan.args.tensors = {arg(p.q), arg(p.k), arg(p.v), arg(p.g), CU, H0, arg(p.o), HT};
-  plan.args.scalars = {std::isnan(p.scale) ? 1.0 / std::sqrt(double(K)) : p.scale};
-  plan.args.stream = p.stream;
+  kernels::gla_fwd::Args a;
+  a.Q = arg(p.q), a.Kt = arg(p.k), a.Vt = arg(p.v), a.G = arg(p.g), a.CU = CU, a.H0 = H0, a.O = arg(p.o), a.HT = HT;
+  a.scale = std::isnan(p.scale) ? 1.0 / std::sqrt(double(K)) : p.scale;
+  plan.args = a.launch(p.stream);
   op::checkAgainstKernel(plan.kernel->spec, info, plan.args, userNames());
   plan.grid = op::launchGrid(info, plan.args);
   return plan;
