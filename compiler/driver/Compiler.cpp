@@ -161,17 +161,26 @@ const fe::KernelDecl *pickKernel(const fe::Module &module, const std::string &fi
   if (!kernel) diagnostics.push_back(filename + ": error: no kernel named '" + options.kernel + "'");
   return kernel;
 }
+
+// The file parsed and checked with options.defines, and the kernel it
+// names (pickKernel); null kernel with diagnostics on any error.
+const fe::KernelDecl *checkedKernel(const std::string &source, const std::string &filename,
+                                    const CompileOptions &options, std::unique_ptr<fe::Module> &module,
+                                    std::vector<std::string> &diagnostics) {
+  std::vector<fe::Diagnostic> fdiags;
+  module = fe::parseAndCheckQla(source, filename, options.defines, fdiags, includeResolver(options));
+  if (!module) {
+    for (auto &d : fdiags) diagnostics.push_back(d.str());
+    return nullptr;
+  }
+  return pickKernel(*module, filename, options, diagnostics);
+}
 }  // namespace
 
 bool kernelArgsHeader(const std::string &source, const std::string &filename, const CompileOptions &options,
                       std::string &header, std::vector<std::string> &diagnostics) {
-  std::vector<fe::Diagnostic> fdiags;
-  auto module = fe::parseAndCheckQla(source, filename, options.defines, fdiags, includeResolver(options));
-  if (!module) {
-    for (auto &d : fdiags) diagnostics.push_back(d.str());
-    return false;
-  }
-  const fe::KernelDecl *k = pickKernel(*module, filename, options, diagnostics);
+  std::unique_ptr<fe::Module> module;
+  const fe::KernelDecl *k = checkedKernel(source, filename, options, module, diagnostics);
   if (!k) return false;
   const std::string file = std::filesystem::path(filename).filename().string();
   std::ostringstream h;
@@ -226,13 +235,8 @@ bool kernelArgsHeader(const std::string &source, const std::string &filename, co
 
 bool compileQla(const std::string &source, const std::string &filename, const CompileOptions &options,
                 CompiledKernel &out, std::vector<std::string> &diagnostics) {
-  std::vector<fe::Diagnostic> fdiags;
-  auto module = fe::parseAndCheckQla(source, filename, options.defines, fdiags, includeResolver(options));
-  if (!module) {
-    for (auto &d : fdiags) diagnostics.push_back(d.str());
-    return false;
-  }
-  const fe::KernelDecl *kernel = pickKernel(*module, filename, options, diagnostics);
+  std::unique_ptr<fe::Module> module;
+  const fe::KernelDecl *kernel = checkedKernel(source, filename, options, module, diagnostics);
   if (!kernel) return false;
 
   out.kernelName = kernel->name;
