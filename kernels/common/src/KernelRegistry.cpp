@@ -1,5 +1,6 @@
 #include "qla/op/KernelRegistry.h"
 
+#include "qla/op/Device.h"
 #include "qla/op/Error.h"
 #include "qla/runtime/Log.h"
 #include "qla/runtime/Sim.h"
@@ -21,6 +22,19 @@ std::string KernelSpec::str() const { return specText(file, defines); }
 std::mutex &compileMutex() {
   static std::mutex mu;
   return mu;
+}
+
+const std::string *KernelRegistry::find(const EmbeddedTable &table, const std::string &file) {
+  for (const auto &e : table)
+    if (e.first == file) return &e.second;
+  return nullptr;
+}
+
+void KernelRegistry::warm(const std::vector<KernelSlot *> &slots, bool loadOnGpu) {
+  for (KernelSlot *s : slots) compiled(*s);
+  if (!loadOnGpu || !rt::gpuAvailable()) return;
+  CUcontext ctx = currentOrPrimaryContext();
+  for (KernelSlot *s : slots) loaded(*s, ctx);
 }
 
 KernelRegistry::KernelRegistry(std::string sourceDir, SourceLookup source, Compiler compile)

@@ -158,7 +158,7 @@ WorkspaceLayout workspaceLayout(DType dtype, const ForwardShape &s, int64_t segm
 //===----------------------------------------------------------------------===//
 
 op::KernelRegistry &registry() {
-  static op::KernelRegistry r(kSourceDir, [](const std::string &file) { return embeddedKernelSource(file); });
+  static op::KernelRegistry r(kSourceDir, embeddedKernelTable());
   return r;
 }
 
@@ -888,9 +888,7 @@ const std::vector<std::pair<std::string, std::string>> &embeddedKernelSources() 
 }
 
 const std::string *embeddedKernelSource(const std::string &file) {
-  for (auto &e : detail::embeddedKernelTable())
-    if (e.first == file) return &e.second;
-  return nullptr;
+  return op::KernelRegistry::find(detail::embeddedKernelTable(), file);
 }
 
 void detail::checkConfig(const ForwardConfig &c) {
@@ -914,11 +912,7 @@ void warmupConfig(const ForwardConfig &cIn, bool loadOnGpu) {
   if (cIn.gate) around.push_back(gateKernelSpec(cIn, 0));
   if (cIn.stateVFirst && cIn.initialState) around.push_back(stateTransposeKernelSpec(cIn, true));
   if (cIn.stateVFirst && cIn.finalState) around.push_back(stateTransposeKernelSpec(cIn, false));
-  for (const KernelSpec &spec : around) {
-    op::KernelSlot &g = registry().slot(opSpec(spec));
-    compiled(g);
-    if (loadOnGpu && rt::gpuAvailable()) registry().loaded(g, op::currentOrPrimaryContext());
-  }
+  for (const KernelSpec &spec : around) registry().warm({&registry().slot(opSpec(spec))}, loadOnGpu);
   const ForwardConfig c = ungated(cIn);
   ConfigKernels ck = kernelsFor(c);
   // (K = 256: the two-kernel path alone, unsplit.)
@@ -926,11 +920,7 @@ void warmupConfig(const ForwardConfig &cIn, bool loadOnGpu) {
       splitAndFusedTake(c.K) ? std::vector<op::KernelSlot *>{ck.prepare, ck.state,      ck.segment,    ck.merge,
                                                               ck.fused,   ck.fusedSlice, ck.fusedPass1, ck.tmat}
                              : std::vector<op::KernelSlot *>{ck.prepare, ck.state};
-  for (op::KernelSlot *k : slots) compiled(*k);
-  if (loadOnGpu && rt::gpuAvailable()) {
-    CUcontext ctx = op::currentOrPrimaryContext();
-    for (op::KernelSlot *k : slots) registry().loaded(*k, ctx);
-  }
+  registry().warm(slots, loadOnGpu);
 }
 
 LaunchPlan makeLaunchPlan(const ForwardParams &p, void *workspace, size_t workspaceBytes) {

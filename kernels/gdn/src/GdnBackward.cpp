@@ -881,11 +881,7 @@ void warmupBackward(const BackwardConfig &cIn, bool loadOnGpu) {
       f.fused = true;
       slots.push_back(kernelsFor(f).fused);
     }
-    for (op::KernelSlot *s : slots) compiled(*s);
-    if (loadOnGpu && rt::gpuAvailable()) {
-      CUcontext ctx = op::currentOrPrimaryContext();
-      for (op::KernelSlot *s : slots) registry().loaded(*s, ctx);
-    }
+    registry().warm(slots, loadOnGpu);
   });
 }
 

@@ -180,8 +180,7 @@ void warmupRecurrent(const RecurrentConfig &c, bool loadOnGpu) {
       rfail("beta_activation is " + std::to_string(c.betaActivation) + " (0, 1 or 2)");
     if (c.gateBias && !c.gate) rfail("dt_bias is the in-kernel gate's parameter: it needs gate");
     op::KernelSlot &s = detail::registry().slot(detail::opSpec(recurrentKernelSpec(c)));
-    detail::compiled(s);
-    if (loadOnGpu && rt::gpuAvailable()) detail::registry().loaded(s, op::currentOrPrimaryContext());
+    detail::registry().warm({&s}, loadOnGpu);
   });
 }
 

@@ -121,7 +121,7 @@ void validate(const ForwardParams &p) {
 }
 
 op::KernelRegistry &registry() {
-  static op::KernelRegistry r(kSourceDir, [](const std::string &file) { return embeddedKernelSource(file); });
+  static op::KernelRegistry r(kSourceDir, embeddedKernelTable());
   return r;
 }
 
@@ -252,17 +252,13 @@ const std::vector<std::pair<std::string, std::string>> &embeddedKernelSources() 
 }
 
 const std::string *embeddedKernelSource(const std::string &file) {
-  for (auto &e : detail::embeddedKernelTable())
-    if (e.first == file) return &e.second;
-  return nullptr;
+  return op::KernelRegistry::find(detail::embeddedKernelTable(), file);
 }
 
 void warmup(const ForwardConfig &c, bool loadOnGpu) {
   guarded([&] {
     checkConfig(c);
-    op::KernelSlot &s = slotFor(c);
-    registry().compiled(s);
-    if (loadOnGpu && rt::gpuAvailable()) registry().loaded(s, op::currentOrPrimaryContext());
+    registry().warm({&slotFor(c)}, loadOnGpu);
   });
 }
 

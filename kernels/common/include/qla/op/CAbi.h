@@ -11,8 +11,10 @@
 #include <exception>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "qla/DType.h"
+#include "qla/Tensor.h"
 
 namespace qla::op {
 
@@ -58,5 +60,56 @@ std::optional<Ref> optionalRefOf(const char *name, const CTensor &t, int32_t lo,
   if (!t.data) return std::nullopt;
   return tensorRefOf<Ref>(name, t, lo, hi, fail);
 }
+
+// One family's C entry points: its error prefix and Error type, its ABI
+// version, and the conversions every entry point needs (dtype codes, the
+// shared C tensor struct qla_tensor as qla::TensorRef).
+//
+//   const op::CEntry<gla::Error> kC("chunk_simple_gla: ", QLA_GLA_ABI_VERSION);
+//   int qla_gla_forward(const args *a, char *err, size_t n) {
+//     return kC.call(err, n, [&] { kC.checkAbi(a->abi_version); forward({kC.tensor("q", a->q), ...}); });
+//   }
+template <class Error>
+class CEntry {
+ public:
+  CEntry(const char *prefix, int32_t abiVersion) : prefix_(prefix), abi_(abiVersion) {}
+  [[noreturn]] void fail(const std::string &msg) const { throw Error(prefix_ + msg); }
+  // A dtype code (qla::DType's values, QLA_BF16 .. QLA_I64).
+  DType dtype(const char *name, int32_t code) const {
+    if (code < int32_t(DType::BF16) || code > int32_t(DType::I64))
+      fail(std::string(name) + " has an unknown dtype code " + std::to_string(code));
+    return DType(code);
+  }
+  template <class CTensor>
+  TensorRef tensor(const char *name, const CTensor &t) const {
+    return tensorRefOf<TensorRef>(name, t, int32_t(DType::BF16), int32_t(DType::I64),
+                                  [this](const std::string &m) { fail(m); });
+  }
+  template <class CTensor>
+  std::optional<TensorRef> optional(const char *name, const CTensor &t) const {
+    return optionalRefOf<TensorRef>(name, t, int32_t(DType::BF16), int32_t(DType::I64),
+                                    [this](const std::string &m) { fail(m); });
+  }
+  // The caller's struct was filled for this library's ABI version.
+  void checkAbi(int32_t callers) const {
+    if (callers != abi_)
+      fail("ABI version " + std::to_string(callers) + " of the caller does not match the library's " +
+           std::to_string(abi_));
+  }
+  template <class T>
+  const T &notNull(const T *p, const char *what) const {
+    if (!p) fail(std::string("the ") + what + " struct is NULL");
+    return *p;
+  }
+  // cCall with this family's prefix.
+  template <class F>
+  int call(char *err, size_t errlen, F &&f) const {
+    return cCall(err, errlen, prefix_, std::forward<F>(f));
+  }
+
+ private:
+  const char *prefix_;
+  int32_t abi_;
+};
 
 }  // namespace qla::op

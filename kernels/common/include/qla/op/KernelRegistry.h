@@ -58,12 +58,23 @@ class KernelRegistry {
 
   const std::string &sourceDir() const { return dir_; }
 
+  // A family's embedded sources (the table qla_embed_files generates: file
+  // name, text) and the lookup a registry over them uses.
+  using EmbeddedTable = std::vector<std::pair<std::string, std::string>>;
+  static const std::string *find(const EmbeddedTable &table, const std::string &file);
+  // A registry over `table` (which outlives it).
+  KernelRegistry(std::string sourceDir, const EmbeddedTable &table)
+      : KernelRegistry(std::move(sourceDir), [&table](const std::string &f) { return find(table, f); }) {}
+
   // The slot of `spec` (created on first use; the same slot ever after).
   KernelSlot &slot(const KernelSpec &spec);
   // The slot's kernel, compiled on first use.
   const JitKernel &compiled(KernelSlot &s);
   // The slot's kernel loaded into `ctx` (compiled first), once per context.
   std::shared_ptr<rt::LoadedKernel> loaded(KernelSlot &s, CUcontext ctx);
+  // Warm-up: each slot compiled, and with loadOnGpu (where a GPU is
+  // available) loaded into the current or primary context.
+  void warm(const std::vector<KernelSlot *> &slots, bool loadOnGpu);
 
  private:
   std::string dir_;
