@@ -207,7 +207,8 @@ bool kernelArgsHeader(const std::string &source, const std::string &filename, co
   for (size_t i = 0; i < k->scalars.size(); ++i) h << (i ? ", " : "") << k->scalars[i]->name;
   h << "};\n    a.stream = stream;\n    return a;\n  }\n};\n\n"
     << "// The tensors' names and dtypes under a specialization's defines.\n"
-    << "inline op::Signature signature(const std::map<std::string, std::string> &defines) {\n  return {{";
+    << "inline op::Signature signature([[maybe_unused]] const std::map<std::string, std::string> &defines) {\n"
+    << "  return {{";
   for (size_t i = 0; i < k->tensors.size(); ++i) h << (i ? ", " : "") << '"' << k->tensors[i]->name << '"';
   h << "},\n          {";
   for (size_t i = 0; i < k->tensors.size(); ++i) {

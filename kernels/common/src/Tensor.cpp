@@ -90,6 +90,38 @@ void checkOutputsDisjoint(const std::vector<NamedTensor> &args) {
   }
 }
 
+void checkCuSeqlensLayout(const TensorView &cu) {
+  if (cu.shape[0] > 1 && stridesOf(cu)[0] != 1)
+    fail("cu_seqlens must be contiguous (stride 1); got strides " + dims(stridesOf(cu)));
+  if (reinterpret_cast<uintptr_t>(cu.data) % uintptr_t(dtypeBytes(cu.dtype)) != 0)
+    fail("cu_seqlens's data pointer " + ptrText(cu.data) + " is not " + std::to_string(dtypeBytes(cu.dtype)) +
+         "-byte aligned");
+}
+
+HeadSizes checkQKV(const TensorView &q, const TensorView &k, const TensorView &v, const char *vLayout) {
+  if (q.dtype != DType::BF16 && q.dtype != DType::F16)
+    fail(std::string("q has dtype ") + dtypeName(q.dtype) + "; expected bf16 or f16");
+  checkBasic("q", q, 4, "[B, T, Hqk, K]");
+  if (k.dtype != q.dtype) fail(std::string("k has dtype ") + dtypeName(k.dtype) + " but q has " + dtypeName(q.dtype));
+  checkBasic("k", k, 4, "[B, T, Hqk, K]");
+  if (k.shape != q.shape) fail("k has shape " + dims(k.shape) + " but q has shape " + dims(q.shape));
+  if (v.dtype != q.dtype) fail(std::string("v has dtype ") + dtypeName(v.dtype) + " but q has " + dtypeName(q.dtype));
+  checkBasic("v", v, 4, vLayout);
+  HeadSizes h{q.shape[0], q.shape[1], q.shape[2], q.shape[3], v.shape[2], v.shape[3]};
+  if (v.shape[0] != h.B || v.shape[1] != h.T)
+    fail("v has shape " + dims(v.shape) + " but q has shape " + dims(q.shape) + " (B and T must match)");
+  if (h.H % h.Hqk != 0)
+    fail("v has " + std::to_string(h.H) + " heads, not a multiple of the " + std::to_string(h.Hqk) + " q/k heads");
+  return h;
+}
+
+void checkTensor(const std::string &name, const TensorView &t, DType want, const std::string &why,
+                 const std::vector<int64_t> &shape, const char *layout) {
+  if (t.dtype != want) fail(name + " has dtype " + dtypeName(t.dtype) + "; expected " + dtypeName(want) + why);
+  checkBasic(name, t, shape.size(), layout);
+  if (t.shape != shape) fail(name + " has shape " + dims(t.shape) + "; expected " + layout + " = " + dims(shape));
+}
+
 int64_t checkCuSeqlens(const TensorView *cu, const int64_t *host, int64_t B, int64_t T) {
   if (!cu) {
     if (host) fail("cu_seqlens_host is given but cu_seqlens is not");

@@ -433,21 +433,8 @@ void validate(const ForwardParams &p, const char *oName) {
          " (0: beta is beta; 1: beta = sigmoid(beta), FLA's use_beta_sigmoid_in_kernel; 2: beta = 2 sigmoid(beta), "
          "with allow_neg_eigval)");
   // q, k, v: dtypes and shapes.
-  if (!isHalf(p.q.dtype)) fail(std::string("q has dtype ") + dtypeName(p.q.dtype) + "; expected bf16 or f16");
-  op::checkBasic("q", view(p.q), 4, "[B, T, Hqk, K]");
-  if (p.k.dtype != p.q.dtype)
-    fail(std::string("k has dtype ") + dtypeName(p.k.dtype) + " but q has " + dtypeName(p.q.dtype));
-  op::checkBasic("k", view(p.k), 4, "[B, T, Hqk, K]");
-  if (p.k.shape != p.q.shape) fail("k has shape " + dims(p.k.shape) + " but q has shape " + dims(p.q.shape));
-  if (p.v.dtype != p.q.dtype)
-    fail(std::string("v has dtype ") + dtypeName(p.v.dtype) + " but q has " + dtypeName(p.q.dtype));
-  op::checkBasic("v", view(p.v), 4, "[B, T, Hv, V]");
-  const int64_t B = p.q.shape[0], T = p.q.shape[1], Hqk = p.q.shape[2], K = p.q.shape[3];
-  if (p.v.shape[0] != B || p.v.shape[1] != T)
-    fail("v has shape " + dims(p.v.shape) + " but q has shape " + dims(p.q.shape) + " (B and T must match)");
-  const int64_t Hv = p.v.shape[2], V = p.v.shape[3];
-  if (Hv % Hqk != 0)
-    fail("v has " + std::to_string(Hv) + " heads, not a multiple of the " + std::to_string(Hqk) + " q/k heads");
+  const op::HeadSizes h = op::checkQKV(view(p.q), view(p.k), view(p.v), "[B, T, Hv, V]");
+  const int64_t B = h.B, T = h.T, K = h.K, Hv = h.H, V = h.V;
   if (const std::string e = headDimsError(K, V); !e.empty()) fail(e);
 
   // g, beta, o.
@@ -522,14 +509,7 @@ void validate(const ForwardParams &p, const char *oName) {
   op::checkLayout(oName, view(p.o), true);
   if (p.initial_state) op::checkLayout("initial_state", view(*p.initial_state), true);
   if (p.final_state) op::checkLayout("final_state", view(*p.final_state), true);
-  if (p.cu_seqlens) {
-    const TensorRef &cu = *p.cu_seqlens;
-    if (cu.shape[0] > 1 && op::stridesOf(view(cu))[0] != 1)
-      fail("cu_seqlens must be contiguous (stride 1); got strides " + dims(op::stridesOf(view(cu))));
-    if (reinterpret_cast<uintptr_t>(cu.data) % uintptr_t(dtypeBytes(cu.dtype)) != 0)
-      fail("cu_seqlens's data pointer " + ptrText(cu.data) + " is not " + std::to_string(dtypeBytes(cu.dtype)) +
-           "-byte aligned");
-  }
+  if (p.cu_seqlens) op::checkCuSeqlensLayout(view(*p.cu_seqlens));
 
   validateOptions(p);
 

@@ -168,10 +168,7 @@ std::vector<op::NamedTensor> namedTensors(const BackwardParams &p) {
 
 void checkTensor(const char *name, const TensorRef &t, DType want, const char *wantWhy,
                  const std::vector<int64_t> &shape, const char *shapeText, bool tma) {
-  if (t.dtype != want)
-    fail(std::string(name) + " has dtype " + dtypeName(t.dtype) + "; expected " + dtypeName(want) + wantWhy);
-  op::checkBasic(name, view(t), int(shape.size()), shapeText);
-  if (t.shape != shape) fail(std::string(name) + " has shape " + dims(t.shape) + "; expected " + shapeText + " = " + dims(shape));
+  op::checkTensor(name, view(t), want, wantWhy, shape, shapeText);
   op::checkLayout(name, view(t), tma);
 }
 

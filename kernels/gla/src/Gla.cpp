@@ -52,49 +52,19 @@ std::vector<op::NamedTensor> namedTensors(const ForwardParams &p) {
 
 // The contract of the arguments (validateForward).
 void validate(const ForwardParams &p) {
-  if (!isHalf(p.q.dtype)) fail(std::string("q has dtype ") + dtypeName(p.q.dtype) + "; expected bf16 or f16");
-  op::checkBasic("q", view(p.q), 4, "[B, T, Hqk, K]");
-  if (p.k.dtype != p.q.dtype)
-    fail(std::string("k has dtype ") + dtypeName(p.k.dtype) + " but q has " + dtypeName(p.q.dtype));
-  op::checkBasic("k", view(p.k), 4, "[B, T, Hqk, K]");
-  if (p.k.shape != p.q.shape) fail("k has shape " + dims(p.k.shape) + " but q has shape " + dims(p.q.shape));
-  if (p.v.dtype != p.q.dtype)
-    fail(std::string("v has dtype ") + dtypeName(p.v.dtype) + " but q has " + dtypeName(p.q.dtype));
-  op::checkBasic("v", view(p.v), 4, "[B, T, H, V]");
-  const int64_t B = p.q.shape[0], T = p.q.shape[1], Hqk = p.q.shape[2], K = p.q.shape[3];
-  if (p.v.shape[0] != B || p.v.shape[1] != T)
-    fail("v has shape " + dims(p.v.shape) + " but q has shape " + dims(p.q.shape) + " (B and T must match)");
-  const int64_t H = p.v.shape[2], V = p.v.shape[3];
-  if (H % Hqk != 0)
-    fail("v has " + std::to_string(H) + " heads, not a multiple of the " + std::to_string(Hqk) + " q/k heads");
+  const op::HeadSizes h = op::checkQKV(view(p.q), view(p.k), view(p.v), "[B, T, H, V]");
+  const int64_t B = h.B, T = h.T, K = h.K, H = h.H, V = h.V;
   if (K != 64 && K != 128) fail("K = " + std::to_string(K) + " is not supported (64 or 128)");
   if (V != 64 && V != 128) fail("V = " + std::to_string(V) + " is not supported (64 or 128)");
-
-  const std::vector<int64_t> gShape = {B, T, H}, oShape = {B, T, H, V};
-  if (p.g.dtype != DType::F32) fail(std::string("g has dtype ") + dtypeName(p.g.dtype) + "; expected f32");
-  op::checkBasic("g", view(p.g), 3, "[B, T, H]");
-  if (p.g.shape != gShape) fail("g has shape " + dims(p.g.shape) + "; expected [B, T, H] = " + dims(gShape));
-  if (p.o.dtype != p.q.dtype)
-    fail(std::string("o has dtype ") + dtypeName(p.o.dtype) + "; expected " + dtypeName(p.q.dtype) +
-         " (the dtype of q)");
-  op::checkBasic("o", view(p.o), 4, "[B, T, H, V]");
-  if (p.o.shape != oShape) fail("o has shape " + dims(p.o.shape) + "; expected [B, T, H, V] = " + dims(oShape));
+  op::checkTensor("g", view(p.g), DType::F32, "", {B, T, H}, "[B, T, H]");
+  op::checkTensor("o", view(p.o), p.q.dtype, " (the dtype of q)", {B, T, H, V}, "[B, T, H, V]");
 
   std::optional<op::TensorView> cuView;
   if (p.cu_seqlens) cuView.emplace(view(*p.cu_seqlens));
   const int64_t N = op::checkCuSeqlens(cuView ? &*cuView : nullptr, p.cu_seqlens_host, B, T);
 
-  const std::vector<int64_t> sShape = {N, H, K, V};
-  for (const auto &[name, t] :
-       {std::pair<const char *, const std::optional<TensorRef> *>{"initial_state", &p.initial_state},
-        {"final_state", &p.final_state}}) {
-    if (!*t) continue;
-    const TensorRef &s = **t;
-    if (s.dtype != DType::F32) fail(std::string(name) + " has dtype " + dtypeName(s.dtype) + "; expected f32");
-    op::checkBasic(name, view(s), 4, "[N, H, K, V]");
-    if (s.shape != sShape)
-      fail(std::string(name) + " has shape " + dims(s.shape) + "; expected [N, H, K, V] = " + dims(sShape));
-  }
+  if (p.initial_state) op::checkTensor("initial_state", view(*p.initial_state), DType::F32, "", {N, H, K, V}, "[N, H, K, V]");
+  if (p.final_state) op::checkTensor("final_state", view(*p.final_state), DType::F32, "", {N, H, K, V}, "[N, H, K, V]");
   if (!std::isnan(p.scale) && !std::isfinite(p.scale)) fail("scale = " + std::to_string(p.scale) + " is not finite");
 
   // q, k, v are read by TMA (16-byte rows); g, o, the states and cu_seqlens
@@ -107,14 +77,7 @@ void validate(const ForwardParams &p) {
   op::checkLayout("o", view(p.o), false);
   if (p.initial_state) op::checkLayout("initial_state", view(*p.initial_state), false);
   if (p.final_state) op::checkLayout("final_state", view(*p.final_state), false);
-  if (p.cu_seqlens) {
-    const TensorRef &cu = *p.cu_seqlens;
-    if (cu.shape[0] > 1 && op::stridesOf(view(cu))[0] != 1)
-      fail("cu_seqlens must be contiguous (stride 1); got strides " + dims(op::stridesOf(view(cu))));
-    if (reinterpret_cast<uintptr_t>(cu.data) % uintptr_t(dtypeBytes(cu.dtype)) != 0)
-      fail("cu_seqlens's data pointer " + op::ptrText(cu.data) + " is not " + std::to_string(dtypeBytes(cu.dtype)) +
-           "-byte aligned");
-  }
+  if (p.cu_seqlens) op::checkCuSeqlensLayout(view(*p.cu_seqlens));
   op::checkNoSelfOverlap("o", view(p.o));
   if (p.final_state) op::checkNoSelfOverlap("final_state", view(*p.final_state));
   op::checkOutputsDisjoint(namedTensors(p));

@@ -67,5 +67,20 @@ void checkOutputsDisjoint(const std::vector<NamedTensor> &args);
 // T; a host copy without cu_seqlens is an error. Returns N (B without
 // cu_seqlens).
 int64_t checkCuSeqlens(const TensorView *cu, const int64_t *host, int64_t B, int64_t T);
+// cu_seqlens read by plain loads: contiguous and aligned to its element size.
+void checkCuSeqlensLayout(const TensorView &cu);
+
+// The linear-attention operators' q, k, v: q and k [B, T, Hqk, K] of one
+// dtype, bf16 or f16; v [B, T, H, V] (`vLayout` names its dims) of q's dtype,
+// with H a multiple of Hqk. Returns the sizes.
+struct HeadSizes {
+  int64_t B, T, Hqk, K, H, V;
+};
+HeadSizes checkQKV(const TensorView &q, const TensorView &k, const TensorView &v, const char *vLayout);
+
+// A tensor of dtype `want` ("; expected f32" + `why`), rank and extents
+// `shape` (`layout` names them: "[B, T, H]").
+void checkTensor(const std::string &name, const TensorView &t, DType want, const std::string &why,
+                 const std::vector<int64_t> &shape, const char *layout);
 
 }  // namespace qla::op
