@@ -98,6 +98,7 @@ struct Problem {
   // checked; qla::gdn::kNoSplit: none).
   int64_t dhSegments = 0;
   int fusedBv = 0;        // QLA_GDN_FUSED_BV: the fused forward's V slice (0: the model's)
+  int recomputeBv = 0;    // QLA_GDN_FUSED_BV during the backward: its recompute's V slice (0: the model's)
   bool pastPool = false;  // serving: the device's slot arrays hold slots past the pool where the tests put -1
   int64_t N() const { return offsets.empty() ? B : int64_t(offsets.size()) - 1; }
   double scale() const { return 1.0 / std::sqrt(double(K)); }
@@ -475,10 +476,12 @@ Errors measure(const Problem &pb, bool skipForward, bool measureOnly) {
   INFO("backward kernels: " << qla::gdn::backwardConfig(bp).str());
   REQUIRE(qla::gdn::backwardConfig(bp).fused == (pb.fusedBackward != 0));
   if (pb.dhSegments) CHECK(qla::gdn::backwardStateGradientSegments(bp) == pb.dhSegments);
+  if (pb.recomputeBv) setenv("QLA_GDN_FUSED_BV", std::to_string(pb.recomputeBv).c_str(), 1);
   {
     Buf ws(qla::gdn::backwardWorkspaceBytes(bp));
     qla::gdn::backward(bp, ws.p, qla::gdn::backwardWorkspaceBytes(bp));
   }
+  unsetenv("QLA_GDN_FUSED_BV");
   unsetenv("QLA_GDN_BWD_FUSED");
   struct {
     const char *name;
@@ -610,6 +613,33 @@ TEST_CASE("GDN backward on the simulator: the fused gradient kernel, bf16 (force
   pb.Hv = 2;
   pb.l2norm = pb.h0 = pb.dht = true;
   pb.fusedBackward = 1;
+  runCase(pb);
+}
+
+TEST_CASE("GDN backward on the simulator: the fused kernel's one-kernel recompute, split and in 64-wide slices",
+          "[gdn][sim][fused]") {
+  // The recompute (gdn_fwd_fused.qla BWD=1) with a split at every chunk:
+  // prepare's T and 1/|k| (OUT_T, L2 norm), the fused pass 1 and the merge,
+  // then the recompute writing H, A, gamma and W (the state gradient's split,
+  // SAVE_W) in 64-wide V slices, the first slice's CTAs alone writing A,
+  // gamma and W; bf16, GVA, varlen with a one-token sequence, h0 and dht.
+  Problem pb;
+  pb.name = "fused bf16 varlen l2 GVA split BV=64";
+  pb.dt = DType::BF16;
+  pb.offsets = {0, 130, 131, 200};
+  pb.T = 200;
+  pb.K = pb.V = 128;
+  pb.Hv = 2;
+  pb.l2norm = pb.h0 = pb.dht = true;
+  pb.fusedBackward = 1;
+  pb.segChunks = 1;
+  pb.recomputeBv = 64;
+  pb.dhSegments = 1;
+  runCase(pb);
+  // ... and whole heads, f16.
+  pb.name = "fused f16 varlen l2 GVA split BV=128";
+  pb.dt = DType::F16;
+  pb.recomputeBv = 128;
   runCase(pb);
 }
 
