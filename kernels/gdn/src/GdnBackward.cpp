@@ -116,16 +116,11 @@ ForwardParams forwardPart(const BackwardParams &p) {
   return f;
 }
 
-// The recompute's path (recomputeFusedMode) for p's head sizes.
-int recomputeMode(const BackwardParams &p) {
-  return p.q.shape.size() == 4 && p.v.shape.size() == 4 ? recomputeFusedMode(p.q.shape[3], p.v.shape[3]) : -1;
-}
-
 // The backward's schedule (the recompute's split, also the dh kernel's).
 Schedule backwardSchedule(const BackwardParams &p, int sms) {
   MachineModel m;
   m.sms = sms;
-  return forwardSchedule(shapeOf(forwardPart(p)), m, p.segment_chunks, recomputeMode(p));
+  return forwardSchedule(shapeOf(forwardPart(p)), m, p.segment_chunks, fusedPathTaken(p) ? 1 : -1);
 }
 
 // The state gradient's segments: the recompute's (fwd) for the dh kernel;
@@ -307,15 +302,11 @@ BackwardLayout layoutOf(const BackwardParams &p) {
   // before its predecessor is done): the two groups share bytes.
   // On the fused path W alone, where the state gradient's pass 1 reads it
   // (its schedule splits: the recompute's SAVE_W), shares them the same way.
-  if (six) {
+  if (six || l.dhSched.split) {
     const size_t shared = ws.mark();
     l.fwd.w = ws.add(nt * size_t(K) * eb);
-    l.fwd.u = ws.add(nt * size_t(V) * eb);
-    if (recomputeHiLo(p.q.dtype)) l.ul = ws.add(nt * size_t(V) * eb);
-    ws.rewind(shared);
-  } else if (l.dhSched.split) {
-    const size_t shared = ws.mark();
-    l.fwd.w = ws.add(nt * size_t(K) * eb);
+    if (six) l.fwd.u = ws.add(nt * size_t(V) * eb);
+    if (six && recomputeHiLo(p.q.dtype)) l.ul = ws.add(nt * size_t(V) * eb);
     ws.rewind(shared);
   }
   l.dqh = ws.add(nt * size_t(K) * 4);
